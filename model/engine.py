@@ -1,0 +1,147 @@
+"""Run one scenario: route every request, serve it, measure what happened.
+
+Order of events at one instant: prefill completions first (so a freed
+replica and its newly cached answer are visible), then arrivals, then the
+series sample at a bin edge. Requests arriving in the window are all served;
+the run goes on past `duration_s` until the last queue drains.
+"""
+
+from .config import TOKENS_PER_GB, Scenario
+from .loop import EventLoop
+from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
+from .replica import Replica, Served
+from .routers import make_router
+from .traffic import Request, generate
+
+__all__ = ["simulate"]
+
+_FINISH, _ARRIVE, _SAMPLE = 0, 1, 2
+
+
+def simulate(scenario: Scenario) -> Result:
+    """Simulate `scenario` from its seed; same scenario, same result, to the bit."""
+    fleet = scenario.fleet
+    replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
+                        fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
+    router = make_router(scenario)
+    loop = EventLoop()
+    served: list[Served] = []
+    bin_s = scenario.duration_s / BINS
+    backlog: list[list[float]] = [[] for _ in replicas]
+
+    def start(replica: Replica) -> None:
+        s = replica.start_next(loop.now)
+        loop.at(replica.busy_until, _FINISH, finish, replica)
+
+    def finish(replica: Replica) -> None:
+        served.append(replica.finish())
+        if replica.queue:
+            start(replica)
+
+    def arrive(request: Request) -> None:
+        now = loop.now
+        index = router.choose(request, replicas, now)
+        if not 0 <= index < len(replicas):
+            raise RuntimeError(f"router {scenario.router.kind} chose replica {index} of {len(replicas)}")
+        elsewhere = max((r.match_tokens(request) for r in replicas if r.index != index), default=0)
+        replica = replicas[index]
+        replica.enqueue(request, elsewhere)
+        if replica.running is None:
+            start(replica)
+
+    def sample() -> None:
+        for r in replicas:
+            backlog[r.index].append(round(r.backlog(loop.now), 4))
+
+    requests = generate(scenario)
+    for request in requests:
+        loop.at(request.arrival_s, _ARRIVE, arrive, request)
+    for b in range(1, BINS + 1):
+        loop.at(b * bin_s, _SAMPLE, sample)
+    loop.run()
+    return _measure(scenario, requests, served, replicas, backlog, bin_s)
+
+
+def _measure(scenario: Scenario, requests: list[Request], served: list[Served],
+             replicas: list[Replica], backlog: list[list[float]], bin_s: float) -> Result:
+    if len(served) != len(requests):
+        raise RuntimeError(f"served {len(served)} of {len(requests)} requests")
+    served.sort(key=lambda s: s.request.id)
+    tokens_per_s = scenario.fleet.prefill_tokens_per_s
+    n = len(replicas)
+    rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
+    records = []
+    makespan = 0.0
+    for s in served:
+        r = s.request
+        prompt = r.prompt_tokens
+        cached = s.cached_tokens
+        recomputed = max(0, min(prompt - cached, s.held_elsewhere - cached))
+        queue_s = s.start_s - r.arrival_s
+        records.append(RequestRecord(
+            round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
+            r.user_tokens, r.answer_tokens, cached, recomputed, ms(queue_s), ms(s.prefill_s),
+            ms(queue_s + s.prefill_s)))
+        rep_requests[s.replica] += 1
+        rep_cached[s.replica] += cached
+        rep_prompt[s.replica] += prompt
+        makespan = max(makespan, s.start_s + s.prefill_s)
+
+    horizon = max(scenario.duration_s, makespan)
+    ttfts = sorted(rec.ttft_ms for rec in records)
+    recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
+    stats = tuple(
+        ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
+                     utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.busy_s, 6))
+        for i, rep in enumerate(replicas))
+
+    return Result(
+        scenario=scenario,
+        requests=len(records),
+        hit_rate=ratio(sum(rep_cached), sum(rep_prompt)),
+        ttft_p50_ms=percentile(ttfts, 50),
+        ttft_p95_ms=percentile(ttfts, 95),
+        ttft_p99_ms=percentile(ttfts, 99),
+        ttft_mean_ms=round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
+        throughput_rps=round(len(records) / horizon, 6),
+        makespan_s=round(makespan, 6),
+        prefill_gpu_s=round(sum(rep.busy_s for rep in replicas), 6),
+        recompute_gpu_s=round(recompute_s, 6),
+        replicas=stats,
+        series=_series(records, served, len(replicas), backlog, bin_s),
+        records=tuple(records),
+    )
+
+
+def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
+            backlog: list[list[float]], bin_s: float) -> Series:
+    by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
+    for rec in records:
+        by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
+    hit, p50, p99 = [], [], []
+    for recs in by_bin:
+        if not recs:
+            hit.append(None), p50.append(None), p99.append(None)
+            continue
+        ttfts = sorted(r.ttft_ms for r in recs)
+        hit.append(ratio(sum(r.cached_tokens for r in recs), sum(r.prompt_tokens for r in recs)))
+        p50.append(percentile(ttfts, 50))
+        p99.append(percentile(ttfts, 99))
+
+    busy = [[0.0] * BINS for _ in range(n_replicas)]
+    for s in served:  # spread each prefill's busy time over the bins it covers
+        a, b = s.start_s, s.start_s + s.prefill_s
+        first = int(a / bin_s)
+        for k in range(first, min(BINS, int(b / bin_s) + 1)):
+            overlap = min(b, (k + 1) * bin_s) - max(a, k * bin_s)
+            if overlap > 0:
+                busy[s.replica][k] += overlap
+
+    return Series(
+        bin_s=round(bin_s, 6),
+        start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
+        requests=tuple(len(recs) for recs in by_bin),
+        hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
+        replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
+        replica_backlog_s=tuple(tuple(row) for row in backlog),
+    )

@@ -1,0 +1,46 @@
+"""A discrete-event loop: a heap of `(time, priority, seq, action, args)`.
+
+`seq` comes from a per-loop counter, so events at the same time and priority
+run in the order they were scheduled; a lower priority number runs first.
+Time only moves forward: scheduling into the past is an error.
+"""
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["EventLoop"]
+
+
+class EventLoop:
+    """Runs scheduled actions in time order; `now` is the time of the current one."""
+
+    __slots__ = ("now", "_heap", "_seq")
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, int, Callable[..., Any], tuple]] = []
+        self._seq = itertools.count()
+
+    def at(self, time: float, priority: int, action: Callable[..., Any], *args: Any) -> None:
+        """Run `action(*args)` at `time`; among equal times, lower `priority` first."""
+        if time < self.now:
+            raise ValueError(f"cannot schedule at {time}, before now ({self.now})")
+        heapq.heappush(self._heap, (time, priority, next(self._seq), action, args))
+
+    def step(self) -> None:
+        """Run the next scheduled action."""
+        time, _, _, action, args = heapq.heappop(self._heap)
+        self.now = time
+        action(*args)
+
+    def run(self, until: float = math.inf) -> None:
+        """Run actions until none is left or the next one is after `until`."""
+        heap = self._heap
+        while heap and heap[0][0] <= until:
+            self.step()
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,238 @@
+"""A radix tree of cached prefixes with a token capacity and LRU leaf eviction.
+
+A sequence is two parallel tuples: `keys` (any hashable, compared for
+equality: prompt segments now, fixed-size token blocks later) and `sizes`
+(tokens each key stands for). An edge holds a run of keys; a node's `tokens`
+is the sum of its run's sizes. The root holds nothing and is never evicted.
+
+Invariants, checked by `check_invariants()`:
+- `total_tokens <= capacity`, and it equals the sum of every node's tokens;
+- `locked_tokens` is the sum over nodes with `lock_ref > 0`; a locked node's
+  parent is locked too (locks cover a whole path from the root);
+- only unlocked leaves are evicted, least recently used first, so a shared
+  trunk outlives the twigs hanging off it.
+
+Recency is a per-tree counter bumped on every touch, never a wall clock, so
+ties cannot happen and runs are reproducible.
+"""
+
+import heapq
+import itertools
+from collections.abc import Hashable, Sequence
+
+__all__ = ["Node", "RadixTree"]
+
+
+class Node:
+    """One edge of the tree: a run of keys, their sizes and who holds them."""
+
+    __slots__ = ("parent", "children", "keys", "sizes", "tokens", "lock_ref", "stamp", "alive")
+
+    def __init__(self, parent: "Node | None", keys: tuple, sizes: tuple, stamp: int) -> None:
+        self.parent = parent
+        self.children: dict[Hashable, Node] = {}  # first key of the child's run -> child
+        self.keys = keys
+        self.sizes = sizes
+        self.tokens = sum(sizes)
+        self.lock_ref = 0  # queued or running requests using this node
+        self.stamp = stamp  # recency: the tree's counter at the last touch
+        self.alive = True  # False once evicted (stale heap entries check it)
+
+
+class RadixTree:
+    """Prefix cache of one replica, holding at most `capacity` tokens."""
+
+    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "_clock", "_heap", "_nodes", "_seq", "version")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity must be 0 or more tokens, got {capacity}")
+        self.capacity = capacity
+        self.root = Node(None, (), (), 0)
+        self.root.lock_ref = 1  # the root is never a candidate for eviction
+        self.total_tokens = 0
+        self.locked_tokens = 0
+        self._clock = 0
+        self._heap: list[tuple[int, int, Node]] = []  # (stamp, seq, node) of unlocked leaves, lazily pruned
+        self._nodes = 0
+        self._seq = itertools.count()  # orders heap entries without comparing nodes
+        self.version = 0  # bumped whenever tokens are added or evicted: a match may change
+
+    @property
+    def evictable_tokens(self) -> int:
+        return self.total_tokens - self.locked_tokens
+
+    # -- look-ups ---------------------------------------------------------
+    def peek(self, keys: Sequence[Hashable]) -> int:
+        """Tokens of the longest cached prefix of `keys`; changes nothing."""
+        node, i, matched, n = self.root, 0, 0, len(keys)
+        while i < n:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            ck = child.keys
+            j, m = 1, min(len(ck), n - i)
+            while j < m and ck[j] == keys[i + j]:
+                j += 1
+            if j < len(ck):
+                return matched + sum(child.sizes[:j])
+            matched += child.tokens
+            node, i = child, i + j
+        return matched
+
+    def match(self, keys: Sequence[Hashable]) -> tuple[Node, int]:
+        """The node ending the longest cached prefix and its tokens; touches the path."""
+        node, _, matched = self._walk(keys)
+        return node, matched
+
+    def insert(self, keys: Sequence[Hashable], sizes: Sequence[int]) -> tuple[Node, int]:
+        """Cache `keys`, evicting LRU leaves for room; returns (deepest node, tokens added).
+
+        If even eviction cannot make room (the rest is locked or the capacity is
+        small), only the prefix that fits is cached: capacity is never exceeded.
+        """
+        node, i, _ = self._walk(keys)
+        if i == len(keys):
+            return node, 0
+        need = sum(sizes[i:])
+        free = self.capacity - self.total_tokens
+        if need > free:
+            self.lock(node)  # keep the attach point while making room
+            self.evict(need - free)
+            self.unlock(node)
+            free = self.capacity - self.total_tokens
+        end, added = i, 0
+        while end < len(keys) and added + sizes[end] <= free:
+            added += sizes[end]
+            end += 1
+        if end == i:
+            return node, 0
+        self._clock += 1
+        leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), self._clock)
+        node.children[keys[i]] = leaf
+        self.total_tokens += added
+        self.version += 1
+        self._nodes += 1
+        self._push(leaf)
+        return leaf, added
+
+    # -- locks ------------------------------------------------------------
+    def lock(self, node: Node) -> None:
+        """Pin `node` and its ancestors: a request is queued or running on them."""
+        while node is not self.root:
+            if node.lock_ref == 0:
+                self.locked_tokens += node.tokens
+            node.lock_ref += 1
+            node = node.parent  # type: ignore[assignment]
+
+    def unlock(self, node: Node) -> None:
+        """Release a `lock(node)`; nodes whose count reaches zero become evictable."""
+        while node is not self.root:
+            if node.lock_ref <= 0:
+                raise RuntimeError("unlock without a matching lock")
+            node.lock_ref -= 1
+            if node.lock_ref == 0:
+                self.locked_tokens -= node.tokens
+                if not node.children:
+                    self._push(node)
+            node = node.parent  # type: ignore[assignment]
+
+    # -- eviction ---------------------------------------------------------
+    def evict(self, tokens: int) -> int:
+        """Drop LRU unlocked leaves until `tokens` are freed or none is left; returns freed."""
+        freed, heap = 0, self._heap
+        while freed < tokens and heap:
+            stamp, _, node = heapq.heappop(heap)
+            if not node.alive or node.children or node.lock_ref or node.stamp != stamp:
+                continue  # stale entry: touched, locked, split or gone since it was pushed
+            parent = node.parent
+            del parent.children[node.keys[0]]  # type: ignore[union-attr]
+            node.alive = False
+            self.total_tokens -= node.tokens
+            self._nodes -= 1
+            freed += node.tokens
+            self.version += 1
+            if parent is not self.root and not parent.children and not parent.lock_ref:  # type: ignore[union-attr]
+                self._push(parent)  # type: ignore[arg-type]
+        return freed
+
+    # -- internals --------------------------------------------------------
+    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """Follow `keys` from the root, splitting a partly matched edge; touch the path.
+
+        Returns (last node, keys matched, tokens matched); the node ends exactly
+        at the matched prefix.
+        """
+        self._clock += 1
+        stamp = self._clock
+        node, i, matched, n = self.root, 0, 0, len(keys)
+        while i < n:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            ck = child.keys
+            j, m = 1, min(len(ck), n - i)
+            while j < m and ck[j] == keys[i + j]:
+                j += 1
+            if j < len(ck):
+                child = self._split(child, j)
+            child.stamp = stamp
+            matched += child.tokens
+            node, i = child, i + j
+        if node is not self.root and not node.children and not node.lock_ref:
+            self._push(node)  # its stamp changed: re-file it in LRU order
+        return node, i, matched
+
+    def _split(self, node: Node, pos: int) -> Node:
+        """Cut `node`'s run after `pos` keys; returns the new upper half."""
+        parent = node.parent
+        upper = Node(parent, node.keys[:pos], node.sizes[:pos], node.stamp)
+        upper.lock_ref = node.lock_ref  # the same requests hold both halves
+        upper.children[node.keys[pos]] = node
+        parent.children[node.keys[0]] = upper  # type: ignore[union-attr]
+        node.parent = upper
+        node.keys, node.sizes = node.keys[pos:], node.sizes[pos:]
+        node.tokens -= upper.tokens
+        self._nodes += 1
+        return upper
+
+    def _push(self, node: Node) -> None:
+        heapq.heappush(self._heap, (node.stamp, next(self._seq), node))
+        if len(self._heap) > 4 * self._nodes + 64:
+            self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        """Drop stale entries: keep one per unlocked leaf."""
+        self._heap = [(n.stamp, next(self._seq), n) for n in self.nodes() if not n.children and not n.lock_ref]
+        heapq.heapify(self._heap)
+
+    def nodes(self) -> list[Node]:
+        """Every node but the root, parents before children."""
+        out, stack = [], list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(node.children.values())
+        return out
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if any invariant of the module docstring fails."""
+        nodes = self.nodes()
+        total = sum(n.tokens for n in nodes)
+        locked = sum(n.tokens for n in nodes if n.lock_ref > 0)
+        assert total == self.total_tokens, (total, self.total_tokens)
+        assert locked == self.locked_tokens, (locked, self.locked_tokens)
+        assert self.total_tokens <= self.capacity, (self.total_tokens, self.capacity)
+        assert len(nodes) == self._nodes, (len(nodes), self._nodes)
+        for n in nodes:
+            assert n.alive and n.keys and len(n.keys) == len(n.sizes)
+            assert n.tokens == sum(n.sizes)
+            assert n.parent is not None and n.parent.children.get(n.keys[0]) is n
+            assert n.lock_ref >= 0
+            if n.lock_ref > 0 and n.parent is not self.root:
+                assert n.parent.lock_ref >= n.lock_ref, "a locked node's parent must be locked"
+            for key, child in n.children.items():
+                assert child.keys[0] == key
+        leaves = {id(n) for n in nodes if not n.children and not n.lock_ref}
+        filed = {id(node) for stamp, _, node in self._heap if node.alive and node.stamp == stamp}
+        assert leaves <= filed, "an evictable leaf is missing from the LRU heap"

@@ -1,0 +1,120 @@
+"""One replica: a first-come-first-served prefill queue over its own prefix cache.
+
+Prefill time = `overhead_ms` + tokens its tree does not hold / prefill speed.
+A routed request locks the prefix it matched, so that prefix stays while the
+request waits; when the request starts, the replica matches again (earlier
+requests may have added to the tree meanwhile) and locks that. When prefill
+ends, the replica caches the prompt and its answer and releases the lock.
+With the cache off, nothing matches and nothing is cached.
+
+`backlog(now)` is the router's view of load: seconds of work queued and
+running, with queued work estimated from the match at routing time.
+"""
+
+from collections import deque
+
+from .radix import Node, RadixTree
+from .traffic import Request
+
+__all__ = ["Replica", "Served"]
+
+
+class Served:
+    """What happened to one request on its replica (filled in as it goes)."""
+
+    __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s",
+                 "cached_tokens", "held_elsewhere", "version")
+
+    def __init__(self, request: Request, replica: int, lock: Node | None, matched: int,
+                 estimate_s: float, held_elsewhere: int, version: int) -> None:
+        self.request = request
+        self.replica = replica
+        self.lock = lock  # node locked for this request, None with the cache off
+        self.estimate_s = estimate_s  # prefill time expected at routing
+        self.start_s = 0.0
+        self.prefill_s = 0.0
+        self.cached_tokens = matched  # at routing; matched again when prefill starts
+        self.held_elsewhere = held_elsewhere  # most tokens another replica held at routing
+        self.version = version  # the tree's version when `lock` was matched
+
+
+class Replica:
+    """A replica's queue, cache and running totals."""
+
+    __slots__ = ("index", "tree", "cache", "overhead_s", "tokens_per_s", "queue", "running",
+                 "busy_until", "queued_work_s", "busy_s", "last_routed", "_peek_id", "_peek_tokens")
+
+    def __init__(self, index: int, capacity_tokens: int, cache: bool, overhead_s: float,
+                 tokens_per_s: float) -> None:
+        self.index = index
+        self.tree = RadixTree(capacity_tokens if cache else 0)
+        self.cache = cache
+        self.overhead_s = overhead_s
+        self.tokens_per_s = tokens_per_s
+        self.queue: deque[Served] = deque()
+        self.running: Served | None = None
+        self.busy_until = 0.0
+        self.queued_work_s = 0.0  # sum of estimate_s over the queue
+        self.busy_s = 0.0
+        self.last_routed = -1  # id of the last request routed here (for tie-breaks)
+        self._peek_id = -1  # the request whose match is memoised below
+        self._peek_tokens = 0
+
+    def match_tokens(self, request: Request) -> int:
+        """Tokens of `request`'s prompt this replica's tree holds now (memoised per request)."""
+        if not self.cache:
+            return 0
+        if self._peek_id != request.id:
+            self._peek_id, self._peek_tokens = request.id, self.tree.peek(request.keys)
+        return self._peek_tokens
+
+    def backlog(self, now: float) -> float:
+        """Seconds of work ahead of a request routed here now."""
+        return max(0.0, self.busy_until - now) + self.queued_work_s
+
+    def prefill_s(self, uncached_tokens: int) -> float:
+        return self.overhead_s + uncached_tokens / self.tokens_per_s
+
+    def enqueue(self, request: Request, held_elsewhere: int) -> Served:
+        """Accept a routed request: lock its cached prefix and queue it."""
+        self.last_routed = request.id
+        lock = None
+        matched = 0
+        if self.cache:
+            lock, matched = self.tree.match(request.keys)
+            self.tree.lock(lock)
+        served = Served(request, self.index, lock, matched, self.prefill_s(request.prompt_tokens - matched),
+                        held_elsewhere, self.tree.version)
+        self.queue.append(served)
+        self.queued_work_s += served.estimate_s
+        return served
+
+    def start_next(self, now: float) -> Served:
+        """Start prefill of the oldest queued request; returns it with its times set."""
+        served = self.queue.popleft()
+        self.queued_work_s -= served.estimate_s
+        if not self.queue:
+            self.queued_work_s = 0.0  # no float residue on an empty queue
+        if self.cache and served.version != self.tree.version:  # the tree changed while it waited
+            old = served.lock
+            served.lock, served.cached_tokens = self.tree.match(served.request.keys)
+            self.tree.lock(served.lock)
+            self.tree.unlock(old)  # type: ignore[arg-type]
+        served.start_s = now
+        served.prefill_s = self.prefill_s(served.request.prompt_tokens - served.cached_tokens)
+        self.busy_until = now + served.prefill_s
+        self.busy_s += served.prefill_s
+        self.running = served
+        return served
+
+    def finish(self) -> Served:
+        """End the running prefill: cache its prompt and answer, release its lock."""
+        served = self.running
+        assert served is not None, "finish() with nothing running"
+        self.running = None
+        if self.cache:
+            r = served.request
+            self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
+            self.tree.unlock(served.lock)  # type: ignore[arg-type]
+            served.lock = None
+        return served

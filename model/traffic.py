@@ -1,0 +1,157 @@
+"""Seeded synthetic chat traffic: sessions, turns and the prompts they send.
+
+Sessions arrive as a Poisson process whose rate is `traffic.session_rate`
+times the factor of every burst active at that moment. Each session picks a
+system prompt (Zipf-skewed over `system_prompts`, or `surge_system_prompts`
+while a tenant surge is on), then sends a geometric number of turns (mean
+`turns_mean`, at least one) spaced uniformly `gap_min_s`..`gap_max_s` apart.
+Turns that would arrive after `duration_s` are not sent.
+
+A prompt is a list of segments, each a hashable key and its token count:
+the system prompt cut at `dynamic_at` tokens, every earlier user turn and
+answer of the session, and the new user turn. Dynamic text (a per-request
+timestamp, a key no other request shares) goes at the cut (`top`) or at the
+end (`bottom`); after a `timestamp` event every request puts it at the top.
+
+Randomness: one `random.Random` per purpose, seeded from the scenario seed
+and a label, so nothing about the fleet or the router can change the traffic.
+Session n draws its whole content (prompt pick, turns, gaps) from the
+`sessions` stream before the window cuts it, so its content does not depend
+on when it arrives: a burst moves arrivals, not what is said.
+"""
+
+import math
+import random
+from bisect import bisect_left
+from itertools import accumulate
+from typing import NamedTuple
+
+from .config import Scenario, Traffic
+
+__all__ = ["Request", "generate", "stream"]
+
+
+class Request(NamedTuple):
+    """One prompt sent to the fleet. `id` is its place in arrival order.
+
+    A NamedTuple rather than a frozen dataclass: a run makes thousands, and
+    the simulation's speed budget is tight (it re-runs as a slider moves).
+    """
+
+    id: int
+    arrival_s: float
+    session: int
+    turn: int  # 0 for a session's first turn
+    system_prompt: int
+    keys: tuple  # prompt segments, in prompt order
+    sizes: tuple[int, ...]  # tokens of each segment
+    user_tokens: int  # the new user turn only
+    answer_tokens: int
+    answer_key: tuple  # the segment the answer adds after the prompt
+    prompt_tokens: int  # sum(sizes)
+
+
+def stream(seed: int, purpose: str) -> random.Random:
+    """An independent random stream for one purpose of one seed."""
+    return random.Random(f"prefix-lab/{seed}/{purpose}")
+
+
+def generate(scenario: Scenario) -> list[Request]:
+    """Every request of the scenario, in arrival order."""
+    t = scenario.traffic
+    timestamps = [e.at_s for e in scenario.events_of("timestamp")]
+    first_timestamp = min(timestamps, default=math.inf)
+    surges = [(e.at_s, e.ends_s()) for e in scenario.events_of("surge")]
+    normal_cum = _zipf_cumulative(t.system_prompts, t.zipf_s)
+    surge_cum = _zipf_cumulative(t.surge_system_prompts, t.zipf_s)
+    p_next = 1.0 - 1.0 / t.turns_mean  # chance that a session sends one more turn
+    answer_lo, answer_hi = t.answer_mean - t.answer_mean // 2, t.answer_mean + t.answer_mean // 2
+
+    rng = stream(scenario.seed, "sessions")
+    raw = []  # (arrival, session, turn, system prompt, user, answer)
+    for session, start in enumerate(_session_starts(scenario)):
+        # Draw the whole session before cutting it at the window's end, so that
+        # session n's content never depends on arrival times or bursts.
+        pick = rng.random()
+        turns = [(rng.randint(t.user_min, t.user_max), rng.randint(answer_lo, answer_hi), rng.uniform(t.gap_min_s, t.gap_max_s))]
+        while rng.random() < p_next:
+            turns.append((rng.randint(t.user_min, t.user_max), rng.randint(answer_lo, answer_hi), rng.uniform(t.gap_min_s, t.gap_max_s)))
+        surging = any(a <= start < b for a, b in surges)
+        cum = surge_cum if surging else normal_cum
+        prompt = bisect_left(cum, pick * cum[-1])
+        at = start
+        for turn, (user, answer, gap) in enumerate(turns):
+            if at >= scenario.duration_s:
+                break
+            raw.append((at, session, turn, prompt, user, answer))
+            at += gap
+    raw.sort()
+
+    history: dict[int, tuple[tuple, tuple]] = {}  # session -> (keys, sizes) of its earlier turns
+    plain_heads: dict[int, tuple[tuple, tuple]] = {}  # system prompt -> its segments, no dynamic text
+    requests = []
+    for rid, (at, session, turn, prompt, user, answer) in enumerate(raw):
+        mode = "top" if at >= first_timestamp else scenario.dynamic_text
+        past_keys, past_sizes = history.get(session, ((), ()))
+        user_key, answer_key = ("user", session, turn), ("answer", session, turn)
+        if mode == "top":
+            head_keys, head_sizes = _system_segments(prompt, t, ("dyn", rid))
+        else:
+            if prompt not in plain_heads:
+                plain_heads[prompt] = _system_segments(prompt, t, None)
+            head_keys, head_sizes = plain_heads[prompt]
+        keys = head_keys + past_keys + (user_key,)
+        sizes = head_sizes + past_sizes + (user,)
+        if mode == "bottom":
+            keys, sizes = keys + (("dyn", rid),), sizes + (t.dynamic_tokens,)
+        history[session] = (past_keys + (user_key, answer_key), past_sizes + (user, answer))
+        requests.append(Request(rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key, sum(sizes)))
+    return requests
+
+
+def _system_segments(prompt: int, t: Traffic, dynamic: tuple | None) -> tuple[tuple, tuple]:
+    """The system prompt's segments, cut at `dynamic_at` tokens, with dynamic text in the cut if given."""
+    keys, sizes = [("sys", prompt, 0), ("sys", prompt, 1)], [t.dynamic_at, t.system_tokens - t.dynamic_at]
+    if dynamic is not None:
+        keys.insert(1, dynamic)
+        sizes.insert(1, t.dynamic_tokens)
+    kept = [i for i, n in enumerate(sizes) if n > 0]  # a cut at 0 or at the end leaves an empty piece
+    return tuple(keys[i] for i in kept), tuple(sizes[i] for i in kept)
+
+
+def _zipf_cumulative(n: int, s: float) -> list[float]:
+    return list(accumulate(1.0 / (k ** s) for k in range(1, n + 1)))
+
+
+def _session_starts(scenario: Scenario) -> list[float]:
+    """Poisson arrival times over [0, duration_s), with bursts multiplying the rate.
+
+    Unit-rate exponential gaps are mapped through the inverse of the cumulative
+    rate (time rescaling), so a burst changes arrivals only from its start on.
+    """
+    end = scenario.duration_s
+    bursts = scenario.events_of("burst")
+    cuts = sorted({0.0, end, *(min(b.at_s, end) for b in bursts), *(min(b.ends_s(), end) for b in bursts)})
+    pieces = []  # (start, stop, rate) with constant rate inside
+    for a, b in zip(cuts, cuts[1:]):
+        rate = scenario.traffic.session_rate
+        for burst in bursts:
+            if burst.at_s <= a < burst.ends_s():
+                rate *= burst.factor
+        pieces.append((a, b, rate))
+
+    rng = stream(scenario.seed, "arrivals")
+    starts, piece, budget = [], 0, rng.expovariate(1.0)
+    now = 0.0
+    while piece < len(pieces):
+        a, b, rate = pieces[piece]
+        room = (b - now) * rate  # unit-rate time left in this piece
+        if budget < room:
+            now += budget / rate
+            starts.append(now)
+            budget = rng.expovariate(1.0)
+        else:
+            budget -= room
+            now = b
+            piece += 1
+    return starts

@@ -1,0 +1,124 @@
+"""Each router's choice on a tiny fleet, stated exactly."""
+
+from collections import Counter
+
+from helpers import busy, fleet, request
+
+from model import Scenario
+from model.routers import ROUTERS, CacheAware, ConsistentHash, LeastLoaded, RandomChoice, RoundRobin
+from model.traffic import stream
+
+
+def scenario(**text):
+    return Scenario().with_text({k.replace("__", "."): str(v) for k, v in text.items()})
+
+
+def test_every_router_kind_has_a_class():
+    assert set(ROUTERS) == {"round_robin", "random", "least_loaded", "consistent_hash", "cache_aware"}
+
+
+def test_round_robin_cycles_whatever_the_load():
+    reps = fleet(3)
+    busy(reps[0], 50.0)
+    router = RoundRobin(scenario())
+    assert [router.choose(request(i, ["s"]), reps, 0.0) for i in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_random_draws_from_the_seeded_router_stream():
+    reps = fleet(3)
+    router = RandomChoice(scenario(seed=7))
+    picks = [router.choose(request(i, ["s"]), reps, 0.0) for i in range(300)]
+    expected = stream(7, "router")
+    assert picks == [expected.randrange(3) for _ in range(300)]
+    assert set(Counter(picks)) == {0, 1, 2}
+
+
+def test_least_loaded_takes_the_smallest_backlog():
+    reps = fleet(3)
+    busy(reps[0], 0.5)
+    busy(reps[1], 0.2)
+    busy(reps[2], 0.3)
+    assert LeastLoaded(scenario()).choose(request(0, ["s"]), reps, 0.0) == 1
+
+
+def test_least_loaded_counts_queued_work_not_just_the_running_request():
+    reps = fleet(2)
+    busy(reps[0], 0.1)
+    reps[0].enqueue(request(0, ["x"] * 10), 0)  # ~0.115 s more queued behind
+    busy(reps[1], 0.2)
+    assert LeastLoaded(scenario()).choose(request(1, ["s"]), reps, 0.0) == 1
+
+
+def test_ties_go_to_the_replica_routed_to_least_recently():
+    reps = fleet(3)
+    router = LeastLoaded(scenario())
+    reps[0].last_routed, reps[1].last_routed, reps[2].last_routed = 5, 3, 4
+    assert router.choose(request(9, ["s"]), reps, 0.0) == 1
+    reps[1].last_routed = 9
+    assert router.choose(request(10, ["s"]), reps, 0.0) == 2
+
+
+def test_consistent_hash_pins_a_system_prompt_to_one_replica():
+    reps = fleet(4)
+    router = ConsistentHash(scenario(fleet__replicas=4))
+    for prompt in range(10):
+        picks = {router.choose(request(i, ["s"], system_prompt=prompt), reps, 0.0) for i in range(5)}
+        assert len(picks) == 1
+
+
+def test_consistent_hash_moves_few_prompts_when_a_replica_is_added():
+    four, five = ConsistentHash(scenario(fleet__replicas=4)), ConsistentHash(scenario(fleet__replicas=5))
+    reps4, reps5 = fleet(4), fleet(5)
+    moved = sum(four.choose(request(0, ["s"], system_prompt=p), reps4, 0.0)
+                != five.choose(request(0, ["s"], system_prompt=p), reps5, 0.0) for p in range(2000))
+    assert 200 < moved < 650  # about a fifth should move to the new replica; a modulo hash moves ~80%
+
+
+def test_consistent_hash_ignores_load():
+    reps = fleet(3)
+    router = ConsistentHash(scenario(fleet__replicas=3))
+    first = router.choose(request(0, ["s"], system_prompt=1), reps, 0.0)
+    busy(reps[first], 100.0)
+    assert router.choose(request(1, ["s"], system_prompt=1), reps, 0.0) == first
+
+
+def _warm(replica, keys):
+    replica.tree.insert(tuple(keys), (100,) * len(keys))
+
+
+def test_cache_aware_takes_the_longest_match():
+    reps = fleet(3)
+    _warm(reps[1], ["s", "u1"])
+    _warm(reps[2], ["s", "u1", "a1"])
+    router = CacheAware(scenario(router__kind="cache_aware"))
+    assert router.choose(request(0, ["s", "u1", "a1", "u2"]), reps, 0.0) == 2
+    assert router.choose(request(1, ["s", "u1", "x"]), reps, 0.0) == 1  # 1 and 2 tie on match and load: lower index
+    busy(reps[1], 0.3)
+    assert router.choose(request(2, ["s", "u1", "x"]), reps, 0.0) == 2  # equal match, less backlog
+
+
+def test_cache_aware_spills_past_the_threshold_only():
+    reps = fleet(3)
+    _warm(reps[0], ["s", "u1"])
+    busy(reps[1], 0.1)
+    router = CacheAware(scenario(router__kind="cache_aware", router__spill_threshold_s=0.5))
+    busy(reps[0], 0.6)  # 0.6 - 0.0 > 0.5: spill to the least loaded, replica 2
+    assert router.choose(request(0, ["s", "u1", "u2"]), reps, 0.0) == 2
+    busy(reps[0], 0.5)  # exactly at the threshold: stay with the cache
+    assert router.choose(request(1, ["s", "u1", "u2"]), reps, 0.0) == 0
+
+
+def test_cache_aware_with_the_threshold_off_never_spills():
+    reps = fleet(2)
+    _warm(reps[0], ["s"])
+    busy(reps[0], 1000.0)
+    router = CacheAware(scenario(router__kind="cache_aware", router__spill_threshold_s="off"))
+    assert router.choose(request(0, ["s", "u"]), reps, 0.0) == 0
+
+
+def test_cache_aware_without_any_match_is_least_loaded():
+    reps = fleet(3)
+    busy(reps[0], 0.3)
+    busy(reps[2], 0.1)
+    router = CacheAware(scenario(router__kind="cache_aware"))
+    assert router.choose(request(0, ["new"]), reps, 0.0) == 1
