@@ -17,13 +17,15 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-def find_browser() -> str | None:
+def find_browser(playwright: Any = None) -> str | None:
     """The Chromium to launch: None for Playwright's own, else a system path; raises if neither."""
-    from playwright.sync_api import sync_playwright
+    if playwright is None:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        if os.path.exists(p.chromium.executable_path):
-            return None
+        with sync_playwright() as p:
+            return find_browser(p)
+    if os.path.exists(playwright.chromium.executable_path):
+        return None
     for name in SYSTEM_CHROMIUMS:
         path = shutil.which(name)
         if path:
@@ -31,6 +33,6 @@ def find_browser() -> str | None:
     raise RuntimeError("no Chromium found: run 'playwright install chromium', or install Debian's chromium")
 
 
-def launch(playwright: Any, executable: str | None) -> Any:
-    """Start headless Chromium from `find_browser()`'s answer."""
-    return playwright.chromium.launch(headless=True, executable_path=executable, args=CHROMIUM_FLAGS)
+def launch(playwright: Any) -> Any:
+    """Start headless Chromium: Playwright's own if installed, else the system's."""
+    return playwright.chromium.launch(headless=True, executable_path=find_browser(playwright), args=CHROMIUM_FLAGS)

@@ -1,0 +1,160 @@
+"""The page's widgets and charts, laid out with Panel and Bokeh at build time.
+
+`lab_page(view)` and `embed_page(view)` return a Panel template holding the
+controls and figures, with the first view's numbers already in them (the
+same `lab.view` code the browser runs later). Widgets carry a Bokeh tag
+(`ctl:<key>`, `evt:<input>`), sources and figures a Bokeh name (`src:ttft`),
+which is how `static/bridge.js` finds them to read and patch. Every widget
+change calls `window.prefixLab.changed(name, value)`; every button
+`window.prefixLab.action(...)`: one line of JS each, the rest is generic.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import panel as pn
+from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
+from bokeh.plotting import figure
+
+from .view import CONTROLS, EVENT_INPUTS, SPILL_OFF, Control
+
+__all__ = ["embed_page", "lab_page"]
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{prop})"
+
+
+def _widget(c: Control, compact: bool = False) -> Any:
+    common: dict[str, Any] = {"name": c.label, "tags": [c.name], "sizing_mode": "stretch_width"}
+    if c.key == "fleet.cache":
+        w = pn.widgets.Checkbox(**common, value=True)
+    elif c.options and c.prop == "active":
+        w = pn.widgets.RadioButtonGroup(**common, options=dict(zip(c.labels, c.options)), button_type="default")
+    elif c.options:
+        w = pn.widgets.Select(**common, options=dict(zip(c.labels, c.options)))
+    elif c.key == "seed":
+        w = pn.widgets.IntInput(**common, start=int(c.start), end=int(c.end), step=1, value=1)
+    elif c.step == 1:
+        w = pn.widgets.IntSlider(**common, start=int(c.start), end=int(c.end), step=1)
+    else:
+        w = pn.widgets.FloatSlider(**common, start=c.start, end=c.end, step=c.step)
+    w.jscallback(value=CHANGED.format(name=c.name, prop=c.prop))
+    return w
+
+
+def controls(keys: tuple[str, ...] | None = None) -> pn.Column:
+    chosen = [c for c in CONTROLS if keys is None or c.key in keys]
+    items: list[Any] = []
+    for c in chosen:
+        items.append(_widget(c))
+        if c.key == "router.spill_threshold_s":
+            spill_off = pn.widgets.Checkbox(name="Never spill (always follow the cache)", tags=[SPILL_OFF])
+            spill_off.jscallback(value=CHANGED.format(name=SPILL_OFF, prop="active"))
+            items.append(spill_off)
+    return pn.Column(*items, sizing_mode="stretch_width", margin=0)
+
+
+def event_controls() -> pn.Column:
+    at = pn.widgets.FloatInput(name="Start (s)", value=EVENT_INPUTS["evt:at"], start=0, step=10, tags=["evt:at"], width=95)
+    duration = pn.widgets.FloatInput(name="Lasting (s)", value=EVENT_INPUTS["evt:duration"], start=1, step=10,
+                                     tags=["evt:duration"], width=95)
+    factor = pn.widgets.FloatInput(name="Burst ×", value=EVENT_INPUTS["evt:factor"], start=1, end=20, step=0.5,
+                                   tags=["evt:factor"], width=80)
+    buttons = []
+    for kind, label in (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst")):
+        b = pn.widgets.Button(name=label, tags=[f"act:{kind}"], button_type="primary" if kind == "timestamp" else "default")
+        b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}})")
+        buttons.append(b)
+    return pn.Column(pn.Row(at, duration, factor, margin=0), pn.Row(*buttons, margin=0),
+                     sizing_mode="stretch_width", margin=0)
+
+
+def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, height: int = 210) -> Any:
+    fig = figure(title=title, name=name, height=height, sizing_mode="stretch_width",
+                 toolbar_location=None, x_axis_label="time (s)", y_axis_label=y_label)
+    fig.extra_y_ranges = {"events": Range1d(0, 1)}
+    fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
+             fill_color="color", fill_alpha=0.12, line_alpha=0, legend_field="label")
+    fig.legend.location = "top_left"
+    fig.legend.background_fill_alpha = 0.6
+    fig.y_range.start = 0
+    return fig
+
+
+def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dist")) -> list[Any]:
+    data = view["patches"]["bokeh"]
+    sources = {name: ColumnDataSource(data[name]["data"], name=name)
+               for name in ("src:ttft", "src:hit", "src:backlog", "src:events", "src:dist")}
+    events = sources["src:events"]  # shared by the time charts: events shade each of them
+    out = []
+    if "ttft" in which:
+        f = _time_figure("Time to first token", "ms", "fig:ttft", events)
+        f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
+        f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
+        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
+        out.append(f)
+    if "hit" in which:
+        f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
+        f.y_range.end = 100
+        f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
+        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
+        out.append(f)
+    if "backlog" in which:
+        f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
+        f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
+        f.add_tools(HoverTool(tooltips=[("", "@label")]))
+        out.append(f)
+    if "dist" in which:
+        f = figure(title="TTFT distribution", name="fig:dist", height=210, sizing_mode="stretch_width",
+                   toolbar_location=None, x_axis_type="log", x_axis_label="TTFT (ms, log scale)",
+                   y_axis_label="% of requests")
+        f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
+               fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
+        f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
+        f.y_range.start = 0
+        f.xaxis.ticker = LogTicker(mantissas=[1, 3])
+        out.append(f)
+    return out
+
+
+def _apply_widget_values(column: pn.Column, view: dict) -> None:
+    """Start the widgets at the view's values (the default scenario's)."""
+    patches = view["patches"]["bokeh"]
+    for w in column.select(pn.widgets.Widget):
+        tag = (w.tags or [None])[0]
+        patch = patches.get(tag)
+        if not patch:
+            continue
+        if "active" in patch and isinstance(w, pn.widgets.RadioButtonGroup):
+            w.value = list(w.options.values())[patch["active"]]
+        elif "active" in patch:
+            w.value = patch["active"]
+        elif "value" in patch:
+            w.value = patch["value"]
+        if "disabled" in patch:
+            w.disabled = patch["disabled"]
+
+
+def lab_page(view: dict) -> pn.Template:
+    template = pn.Template((STATIC / "index.html.j2").read_text(encoding="utf-8"),
+                           nb_template=None)
+    ctl = controls()
+    _apply_widget_values(ctl, view)
+    template.add_panel("controls", ctl)
+    template.add_panel("events", event_controls())
+    figs = figures(view)
+    template.add_panel("charts", pn.GridBox(*figs, ncols=2, sizing_mode="stretch_width"))
+    return template
+
+
+EMBED_KEYS = ("fleet.cache", "fleet.replicas", "router.kind", "dynamic_text")
+
+
+def embed_page(view: dict) -> pn.Template:
+    template = pn.Template((STATIC / "embed.html.j2").read_text(encoding="utf-8"), nb_template=None)
+    ctl = controls(EMBED_KEYS)
+    _apply_widget_values(ctl, view)
+    template.add_panel("controls", ctl)
+    figs = figures(view, which=("ttft", "hit"))
+    template.add_panel("charts", pn.Column(*figs, sizing_mode="stretch_width", margin=0))
+    return template

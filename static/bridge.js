@@ -1,0 +1,210 @@
+// prefix-lab bridge: between the page (Panel widgets, Bokeh charts, plain HTML) and the
+// Python view code running under Pyodide in a Web Worker.
+//
+// The URL hash is the state. A control change or an action is sent to the worker as a
+// delta against the current hash; the worker answers with the new hash and JSON patches
+// ({bokeh: {model name: {prop: value}}, dom: {selector: {text|html|attrs}}}) which
+// `apply` writes into the page. All logic lives in Python (lab/view.py); this file only
+// moves messages and patches. document.documentElement.dataset.lab says where we are:
+// "booting" until the worker can compute, "busy" while it does, "ready" otherwise
+// ("error" if the simulator could not start).
+
+const root = document.documentElement;
+const statusText = document.querySelector("#status .text");
+const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
+const timings = { firstNumbers: null, chartsDrawn: null, ready: null, bootMs: null, changes: [] };
+
+let modelIndex = null;  // tag or name -> Bokeh model
+let hash = location.hash.slice(1);
+let workerReady = false;
+let inFlight = null;  // the request the worker is computing
+const queue = [];  // requests waiting for the worker
+let applying = false;  // true while patches are written: widget callbacks must not echo them back
+let nextId = 1;
+
+function setState(state, text) {
+  root.dataset.lab = state;
+  if (text && statusText) statusText.textContent = text;
+}
+
+// -- Bokeh models ----------------------------------------------------------------
+
+function bokehReady() {
+  return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
+}
+
+function whenBokehReady() {
+  return new Promise((resolve) => {
+    const check = () => (bokehReady() ? resolve() : requestAnimationFrame(check));
+    check();
+  });
+}
+
+function models() {
+  if (modelIndex) return modelIndex;
+  modelIndex = new Map();
+  for (const doc of Bokeh.documents) {
+    for (const m of doc.all_models) {
+      if (m.name) modelIndex.set(m.name, m);
+      for (const tag of m.tags ?? []) if (typeof tag === "string") modelIndex.set(tag, m);
+    }
+  }
+  return modelIndex;
+}
+
+// JSON has no NaN: empty chart bins arrive as null and become gaps.
+function columns(data) {
+  const out = {};
+  for (const [key, values] of Object.entries(data)) {
+    out[key] = Array.isArray(values) ? values.map((v) => (v === null ? NaN : v)) : values;
+  }
+  return out;
+}
+
+function same(a, b) {
+  return a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) < 1e-12);
+}
+
+function apply(patches) {
+  applying = true;
+  try {
+    const index = models();
+    for (const [name, props] of Object.entries(patches.bokeh ?? {})) {
+      const model = index.get(name);
+      if (!model) continue;
+      const changes = {};
+      for (const [prop, value] of Object.entries(props)) {
+        if (prop === "data") changes.data = columns(value);
+        else if (!same(model[prop], value)) changes[prop] = value;
+      }
+      if (Object.keys(changes).length) model.setv(changes);
+    }
+    for (const [selector, patch] of Object.entries(patches.dom ?? {})) {
+      for (const el of document.querySelectorAll(selector)) {
+        if ("text" in patch && el.textContent !== patch.text) el.textContent = patch.text;
+        if ("html" in patch && el.innerHTML !== patch.html) el.innerHTML = patch.html;
+        for (const [attr, value] of Object.entries(patch.attrs ?? {})) el.setAttribute(attr, value);
+        if ("hidden" in patch) el.hidden = patch.hidden;
+      }
+    }
+  } finally {
+    applying = false;
+  }
+}
+
+// -- talking to the worker --------------------------------------------------------
+
+// Started early by the inline boot script (static/boot.js); started here if that is missing.
+const boot = window.prefixLabBoot;
+const worker = boot?.worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+
+function pump() {
+  if (!workerReady || inFlight || queue.length === 0) return;
+  inFlight = queue.shift();
+  inFlight.request.hash = hash;
+  inFlight.sent = performance.now();
+  setState("busy", "Simulating…");
+  worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
+}
+
+function enqueue(request) {
+  const last = queue[queue.length - 1];
+  if (request.controls && last && last.request.controls) {
+    Object.assign(last.request.controls, request.controls);  // a slider drag: keep only the latest values
+  } else {
+    queue.push({ id: nextId++, request });
+  }
+  pump();
+}
+
+async function onMessage(event) {
+  const msg = event.data;
+  if (msg.type === "ready") {
+    workerReady = true;
+    timings.bootMs = msg.bootMs;
+    if (queue.length === 0) queue.push({ id: nextId++, request: {} });  // render the URL's own state
+    pump();
+  } else if (msg.type === "view") {
+    const done = inFlight;
+    inFlight = null;
+    await whenBokehReady();
+    hash = msg.view.hash;
+    if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+    apply(msg.view.patches);
+    await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
+    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
+    if (queue.length) {
+      pump();
+    } else {
+      if (timings.ready === null) timings.ready = performance.now();
+      setState("ready", "Ready: every change re-runs the same traffic in your browser.");
+    }
+    document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
+  } else if (msg.type === "error") {
+    inFlight = null;
+    setState("error", `The simulator stopped: ${msg.message}`);
+    console.error("prefix-lab worker:", msg.message);
+  }
+}
+
+worker.onmessage = onMessage;
+worker.onerror = (event) => setState("error", `The simulator could not start: ${event.message ?? "worker error"}`);
+if (boot) {
+  boot.early.splice(0).forEach(onMessage);
+} else {
+  worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+}
+
+// -- from the page -----------------------------------------------------------------
+
+function changed(name, value) {
+  if (applying) return;
+  enqueue({ controls: { [name]: value } });
+}
+
+function action(request) {
+  if (applying) return;
+  const index = models();
+  const inputs = {};
+  for (const name of ["evt:at", "evt:duration", "evt:factor"]) {
+    const model = index.get(name);
+    if (model) inputs[name] = model.value;
+  }
+  enqueue({ action: { ...request, inputs } });
+}
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-action]");
+  if (!button) return;
+  const request = { type: button.dataset.action };
+  for (const [key, value] of Object.entries(button.dataset)) {
+    if (key !== "action") request[key] = /^-?\d+$/.test(value) ? Number(value) : value;
+  }
+  action(request);
+});
+
+window.addEventListener("hashchange", () => {
+  const next = location.hash.slice(1);
+  if (next !== hash) {
+    hash = next;
+    enqueue({});
+  }
+});
+
+// Embedded in an article: tell the parent page how tall we are.
+if (window.parent !== window) {
+  const report = () => window.parent.postMessage({ type: "prefix-lab:height", height: document.documentElement.scrollHeight }, "*");
+  new ResizeObserver(report).observe(document.body);
+  report();
+}
+
+window.prefixLab = { changed, action, timings, get hash() { return hash; } };
+
+// The headline numbers are in the HTML: they are on screen at the first contentful paint.
+// The charts are drawn when Bokeh's document goes idle.
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) if (entry.name === "first-contentful-paint") timings.firstNumbers = entry.startTime;
+}).observe({ type: "paint", buffered: true });
+whenBokehReady().then(() => {
+  timings.chartsDrawn = performance.now();
+});
