@@ -86,9 +86,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .build import build_site
+    from .build import BuildError, build_site
 
-    out = build_site(Path(args.out))
+    try:
+        out = build_site(Path(args.out))
+    except BuildError as exc:
+        raise UsageError(str(exc)) from None
     print(f"built the lab in {out}")
     return 0
 
@@ -157,7 +160,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = verbs.add_parser("serve", help="build if needed, then serve the lab")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for a workshop room)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     serve.add_argument("--dir", default="site", help="site folder (default: site)")
     serve.add_argument("--rebuild", action="store_true", help="rebuild even if the site looks current")
     serve.set_defaults(func=_serve)

@@ -21,7 +21,7 @@ from .view import CONTROLS, EVENT_INPUTS, SPILL_OFF, Control
 __all__ = ["embed_page", "lab_page"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{prop})"
+CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{prop}, {prop!r})"
 
 
 def _widget(c: Control, compact: bool = False) -> Any:

@@ -87,14 +87,14 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
     """Build if needed, then serve until interrupted."""
     from .cli import UsageError
 
+    if not 0 <= port < 65536:
+        raise UsageError(f"--port {port}: use a port from 1 to 65535 (0 picks a free one)")
     if rebuild or not site_is_current(site):
         try:
             print(f"building the lab into {site} ...", flush=True)
             build_site(site)
         except BuildError as exc:
             raise UsageError(str(exc)) from None
-    if not 0 < port < 65536:
-        raise UsageError(f"--port {port}: use a port from 1 to 65535")
     app = make_app(site)
     try:
         sockets = tornado.netutil.bind_sockets(port, address=host, family=socket.AF_UNSPEC)

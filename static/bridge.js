@@ -20,6 +20,7 @@ let workerReady = false;
 let inFlight = null;  // the request the worker is computing
 const queue = [];  // requests waiting for the worker
 let applying = false;  // true while patches are written: widget callbacks must not echo them back
+const written = new Map();  // control name -> the props last written into it (late echoes are ignored)
 let nextId = 1;
 
 function setState(state, text) {
@@ -65,13 +66,16 @@ function same(a, b) {
   return a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) < 1e-12);
 }
 
-function apply(patches) {
+// `controlsToo` is false while more changes are queued: writing an older state into the
+// widgets then would pull a slider back from under the person dragging it.
+function apply(patches, controlsToo = true) {
   applying = true;
   try {
     const index = models();
     for (const [name, props] of Object.entries(patches.bokeh ?? {})) {
       const model = index.get(name);
-      if (!model) continue;
+      if (!model || (!controlsToo && name.startsWith("ctl:"))) continue;
+      if (name.startsWith("ctl:")) written.set(name, props);
       const changes = {};
       for (const [prop, value] of Object.entries(props)) {
         if (prop === "data") changes.data = columns(value);
@@ -130,7 +134,7 @@ async function onMessage(event) {
     await whenBokehReady();
     hash = msg.view.hash;
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
-    apply(msg.view.patches);
+    apply(msg.view.patches, queue.length === 0);
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
     if (queue.length) {
@@ -157,8 +161,11 @@ if (boot) {
 
 // -- from the page -----------------------------------------------------------------
 
-function changed(name, value) {
+// A widget changed. Some widgets re-announce a value we wrote a moment later (a slider
+// clamping to a new range); that is no change of the person's, so it is dropped.
+function changed(name, value, prop) {
   if (applying) return;
+  if (prop && written.has(name) && same(written.get(name)[prop], value)) return;
   enqueue({ controls: { [name]: value } });
 }
 

@@ -1,0 +1,162 @@
+"""The lab page in Chromium, served by `prefix-lab serve`, offline."""
+
+import json
+
+import pytest
+from conftest import ARTIFACTS, READY, cli_json, expected_metrics, metrics, open_lab, wait_ready_with
+
+pytestmark = pytest.mark.browser
+
+
+def checkbox(page, label):
+    """The checkbox whose Bokeh label reads `label` (Bokeh does not tie them with <label>)."""
+    for box in page.locator("input[type=checkbox]").all():
+        if box.evaluate("e => e.nextElementSibling && e.nextElementSibling.textContent") == label:
+            return box
+    raise AssertionError(f"no checkbox labelled {label!r}")
+
+
+def slider(page, label):
+    """The slider handle under the Bokeh title `label: value`."""
+    for handle in page.locator(".noUi-handle").all():
+        title = handle.evaluate("e => e.getRootNode().querySelector('.bk-slider-title')?.textContent || ''")
+        if title.startswith(label):
+            return handle
+    raise AssertionError(f"no slider titled {label!r}")
+
+
+def number_input(page, label):
+    """The Bokeh spinner input titled `label`."""
+    for box in page.locator("input.bk-input").all():
+        if box.evaluate("e => e.getRootNode().querySelector('label')?.textContent") == label:
+            return box
+    raise AssertionError(f"no number input titled {label!r}")
+
+
+def test_page_loads_from_its_own_origin_and_shows_the_default_numbers(page, server, guarded):
+    _, guard, _ = guarded
+    open_lab(page, server)
+    assert metrics(page) == expected_metrics()
+    assert page.locator("#status").inner_text().startswith("Ready")
+    assert any(u.endswith("pyodide.asm.wasm") for u in guard.seen), "worker requests were not routed"
+    assert any("/wheels/prefix_lab-" in u for u in guard.seen)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
+
+
+def test_first_paint_already_has_the_default_numbers(page, server, guarded):
+    _, guard, _ = guarded
+    page.goto(server["url"], wait_until="domcontentloaded")
+    assert page.evaluate("document.documentElement.dataset.lab") in ("booting", "busy", "ready")
+    assert metrics(page) == expected_metrics()  # baked in at build time by the same view code
+    page.wait_for_function(READY, timeout=60_000)
+
+
+def test_controls_change_the_numbers_to_what_the_cli_gives(page, server):
+    open_lab(page, server)
+    page.locator("select").select_option(label="Cache-aware")
+    wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
+    assert metrics(page) == expected_metrics("router.kind=cache_aware")
+
+    handle = slider(page, "Replicas")
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    wait_ready_with(page, "location.hash.includes('fleet.replicas=6')")
+    assert metrics(page) == expected_metrics("router.kind=cache_aware", "fleet.replicas=6")
+
+    checkbox(page, "Prefix cache").click()
+    wait_ready_with(page, "location.hash.includes('fleet.cache=false')")
+    expected = expected_metrics("router.kind=cache_aware", "fleet.replicas=6", "fleet.cache=false")
+    assert metrics(page) == expected and expected["hit_rate"] == "0.0"
+    assert page.locator('[data-metric="hit_rate"]').inner_text() == "0.0%"
+
+
+def test_spill_threshold_is_only_active_for_cache_aware(page, server):
+    open_lab(page, server)
+    handle = slider(page, "Spill threshold")
+    assert handle.evaluate("e => e.closest('[disabled]') !== null || e.getRootNode().host.hasAttribute('disabled')"
+                           " || e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
+    page.locator("select").select_option(label="Cache-aware")
+    wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
+    assert not handle.evaluate("e => e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
+
+
+def test_events_can_be_injected_and_removed(page, server):
+    open_lab(page, server)
+    start = number_input(page, "Start (s)")
+    start.fill("120")
+    start.press("Enter")
+    page.get_by_role("button", name="Tenant surge").click()
+    wait_ready_with(page, "location.hash.includes('events=surge@120+60')")
+    assert "Tenant surge, 120–180 s" in page.locator("#events-list").inner_text()
+    assert metrics(page) == expected_metrics("events=surge@120+60")
+
+    page.get_by_role("button", name="Inject timestamp").click()
+    wait_ready_with(page, "location.hash.includes('timestamp@120')")
+    assert page.locator("#events-list li").count() == 2
+    with_both = metrics(page)
+    assert float(with_both["hit_rate"]) < float(expected_metrics("events=surge@120+60")["hit_rate"])
+
+    page.get_by_role("button", name="Remove Tenant surge, 120–180 s").click()
+    wait_ready_with(page, "!location.hash.includes('surge')")
+    assert metrics(page) == expected_metrics("events=timestamp@120")
+    page.locator("#events-list button").click()
+    wait_ready_with(page, "!location.hash.includes('events')")
+    assert metrics(page) == expected_metrics()
+    assert "No events" in page.locator("#events-list").inner_text()
+
+
+def test_url_state_round_trips(page, server):
+    fragment = "fleet.replicas=8&router.kind=cache_aware&dynamic_text=bottom&events=burst@60+30x3"
+    open_lab(page, server, fragment)
+    assert page.evaluate("location.hash") == "#" + fragment.replace("fleet.replicas=8&router.kind=cache_aware&dynamic_text=bottom",
+                                                                    "dynamic_text=bottom&fleet.replicas=8&router.kind=cache_aware")
+    expected = expected_metrics("fleet.replicas=8", "router.kind=cache_aware", "dynamic_text=bottom",
+                                "events=burst@60+30x3")
+    assert metrics(page) == expected
+    assert page.locator("select").input_value() == "Cache-aware"
+    assert slider(page, "Replicas").get_attribute("aria-valuenow") == "8.0"
+    page.reload()
+    page.wait_for_function(READY, timeout=60_000)
+    assert metrics(page) == expected
+    page.evaluate("location.hash = 'fleet.replicas=3'")  # a pasted link, without reloading
+    wait_ready_with(page, "location.hash === '#fleet.replicas=3'")
+    assert metrics(page) == expected_metrics("fleet.replicas=3")
+
+
+def test_garbage_in_the_hash_falls_back_field_by_field_with_a_notice(page, server):
+    open_lab(page, server, "fleet.replicas=banana&router.kind=cache_aware&colour=red&fleet.memory_gb=-2&events=burst@9999,timestamp@100&%%%")
+    notices = page.locator("#notices").inner_text()
+    assert "fleet.replicas=banana" in notices and "Using 4" in notices
+    assert "unknown setting 'colour'" in notices
+    assert "fleet.memory_gb=-2" in notices
+    assert "burst@9999" in notices
+    assert page.evaluate("location.hash") == "#router.kind=cache_aware&events=timestamp@100"
+    assert metrics(page) == expected_metrics("router.kind=cache_aware", "events=timestamp@100")
+
+
+def test_embed_page_reports_its_height_and_follows_the_url(guarded, server):
+    context, guard, watch = guarded
+    host = watch(context.new_page())
+    host.set_content("<!doctype html><title>An article</title><p>Some prose before the lab.</p>")
+    host.evaluate("""url => {
+        window.heights = [];
+        window.addEventListener('message', e => { if (e.data && e.data.type === 'prefix-lab:height') window.heights.push(e.data.height); });
+        const frame = document.createElement('iframe');
+        frame.src = url; frame.style.width = '640px'; frame.style.height = '400px';
+        document.body.appendChild(frame);
+    }""", server["url"] + "embed.html#router.kind=cache_aware")
+    frame = host.frame_locator("iframe")
+    host.wait_for_function("window.heights.length > 0", timeout=30_000)
+    embedded = next(f for f in host.frames if f.url.startswith(server["url"] + "embed.html"))
+    embedded.wait_for_function(READY, timeout=60_000)
+    values = {el.get_attribute("data-metric"): el.get_attribute("data-value")
+              for el in embedded.locator("[data-metric]").all()}
+    assert values == expected_metrics("router.kind=cache_aware")
+    assert max(host.evaluate("window.heights")) > 300
+    frame.locator("select").select_option(label="Round robin")
+    embedded.wait_for_function(f"({READY}) && location.hash.includes('round_robin')", timeout=30_000)
+    values = {el.get_attribute("data-metric"): el.get_attribute("data-value")
+              for el in embedded.locator("[data-metric]").all()}
+    assert values == expected_metrics("router.kind=round_robin")

@@ -1,0 +1,43 @@
+"""The same scenario gives byte-identical results in CPython and in Pyodide (npm `pyodide` under Node.js)."""
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+
+from lab.build import _write_wheel, pyodide_dir
+from lab.view import handle
+from model import Scenario, simulate
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = [
+    {},
+    {"fleet.replicas": "8", "router.kind": "cache_aware", "events": "burst@60+30x3,timestamp@200"},
+    {"router.kind": "random", "seed": "42", "dynamic_text": "bottom", "fleet.memory_gb": "0.5"},
+    {"router.kind": "consistent_hash", "events": "surge@30+120", "traffic.session_rate": "4", "duration_s": "200"},
+]
+
+
+def canonical(result):
+    return json.dumps(result.to_dict(), sort_keys=True) + "".join(json.dumps(r.to_dict()) for r in result.records)
+
+
+def test_cpython_and_pyodide_agree_to_the_byte(tmp_path):
+    node = shutil.which("node")
+    assert node, "Node.js is needed for this test (the project's setup installs the npm pyodide package)"
+    wheel = tmp_path / _write_wheel(tmp_path / "wheels")
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps(SCENARIOS))
+    done = subprocess.run([node, str(HERE / "pyodide_run.mjs"), str(pyodide_dir()), str(wheel), str(scenarios)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    version, *lines = done.stdout.strip().split("\n")
+    assert version.startswith("3."), version
+    assert len(lines) == len(SCENARIOS) + 1
+    for text, line in zip(SCENARIOS, lines):
+        expected = canonical(simulate(Scenario().with_text(text)))
+        assert hashlib.sha256(line.encode()).hexdigest() == hashlib.sha256(expected.encode()).hexdigest(), text
+    view = json.dumps(handle({"hash": "fleet.replicas=3&router.kind=cache_aware"}), sort_keys=True)
+    assert lines[-1] == view

@@ -1,0 +1,146 @@
+"""`prefix-lab build` and `prefix-lab serve`: what the site holds and how it is served."""
+
+import gzip
+import http.client
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from conftest import READY, expected_metrics, metrics
+
+from lab import build
+from lab.cli import main
+
+
+def get(server, path, headers=None):
+    url = urlparse(server["url"])
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.request("GET", path, headers=headers or {})
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response, body
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("/", "text/html; charset=utf-8"),
+    ("/embed.html", "text/html; charset=utf-8"),
+    ("/pyodide/pyodide.asm.wasm", "application/wasm"),
+    ("/pyodide/pyodide.mjs", "text/javascript; charset=utf-8"),
+    ("/worker.js", "text/javascript; charset=utf-8"),
+    ("/lab.css", "text/css; charset=utf-8"),
+    ("/pyodide/python_stdlib.zip", "application/zip"),
+])
+def test_files_go_out_with_their_types(server, path, kind):
+    response, _ = get(server, path)
+    assert response.status == 200 and response.getheader("Content-Type") == kind
+
+
+def test_gzip_twins_are_served_to_browsers_that_accept_them(server):
+    plain, raw = get(server, "/pyodide/pyodide.asm.wasm", {"Accept-Encoding": "identity"})
+    packed, body = get(server, "/pyodide/pyodide.asm.wasm", {"Accept-Encoding": "gzip, deflate"})
+    assert plain.getheader("Content-Encoding") is None
+    assert packed.getheader("Content-Encoding") == "gzip" and packed.getheader("Vary") == "Accept-Encoding"
+    assert int(packed.getheader("Content-Length")) == len(body) < len(raw) * 0.5
+    assert gzip.decompress(body) == raw == (server["site"] / "pyodide" / "pyodide.asm.wasm").read_bytes()
+    assert packed.getheader("ETag") != plain.getheader("ETag")
+
+
+def test_etags_answer_304_and_pages_revalidate(server):
+    first, _ = get(server, "/bridge.js")
+    assert first.getheader("Cache-Control") == "no-cache"
+    again, body = get(server, "/bridge.js", {"If-None-Match": first.getheader("ETag")})
+    assert again.status == 304 and body == b""
+
+
+@pytest.mark.parametrize("path", ["/static/", "/pyodide/", "/wheels/", "/static/js/"])
+def test_no_directory_listings(server, path):
+    response, body = get(server, path)
+    assert response.status in (403, 404) and b"pyodide.asm" not in body and b"bokeh.min" not in body
+
+
+@pytest.mark.parametrize("path", ["/../pyproject.toml", "/%2e%2e/pyproject.toml", "/..%2fpyproject.toml",
+                                  "/static/../../README.md", "//etc/passwd", "/build.json.gz"])
+def test_nothing_outside_the_site(server, path):
+    response, body = get(server, path)
+    assert response.status in (400, 403, 404), (path, response.status)
+    assert b"[project]" not in body and b"root:" not in body
+
+
+def test_pages_load_nothing_from_other_origins(server):
+    for name in ("index.html", "embed.html"):
+        text = (server["site"] / name).read_text()
+        without_links = re.sub(r"<a\s[^>]*>", "<a>", text)
+        assert not re.findall(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", without_links), name
+        assert "cdn." not in without_links, name
+        assert 'defer type="text/javascript" src="./static/js/bokeh.min.js"' in text
+
+
+def test_the_wheel_is_pure_python_and_reproducible(server, tmp_path):
+    import zipfile
+
+    built = json.loads((server["site"] / "build.json").read_text())
+    wheel = server["site"] / built["wheel"]
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "model/engine.py" in names and "lab/view.py" in names and "missions/__init__.py" in names
+    assert all(n.endswith(".py") or ".dist-info/" in n for n in names)
+    again = tmp_path / build._write_wheel(tmp_path / "wheels")
+    assert again.read_bytes() == wheel.read_bytes()
+
+
+def test_serve_knows_when_the_site_is_stale(server, monkeypatch):
+    assert build.site_is_current(server["site"])
+    monkeypatch.setattr(build, "source_stamp", lambda: "something else")
+    assert not build.site_is_current(server["site"])
+
+
+def test_build_refuses_to_overwrite_a_folder_that_is_not_a_site(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["build", "--out", str(tmp_path)]) == 2
+    assert "is not a prefix-lab site" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_serve_rejects_a_bad_port_in_one_line(capsys, tmp_path):
+    assert main(["serve", "--dir", str(tmp_path / "s"), "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--port 70000" in err
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.browser
+def test_a_copied_site_works_from_any_static_server(server, guarded, tmp_path):
+    copy = tmp_path / "copied-site"
+    shutil.copytree(server["site"], copy)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(copy)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)  # waiting for a server socket to open, not for the page
+        context, guard, watch = guarded
+        guard.origin = f"http://127.0.0.1:{port}"
+        page = watch(context.new_page())
+        page.goto(f"http://127.0.0.1:{port}/#fleet.replicas=2")
+        page.wait_for_function(READY, timeout=60_000)
+        assert metrics(page) == expected_metrics("fleet.replicas=2")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
