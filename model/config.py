@@ -116,7 +116,7 @@ class Scenario:
     """One simulated run: traffic, fleet, router, events, all from one seed."""
 
     seed: int = _spec(1, 0, 2**63 - 1, doc="seed of every random stream")
-    duration_s: float = _spec(300.0, 1.0, 7200.0, doc="seconds during which requests arrive")
+    duration_s: float = _spec(180.0, 1.0, 7200.0, doc="seconds during which requests arrive")
     dynamic_text: str = _spec("none", choices=DYNAMIC_TEXT, doc="where per-request text sits in the prompt")
     traffic: Traffic = field(default_factory=Traffic)
     fleet: Fleet = field(default_factory=Fleet)

@@ -30,7 +30,7 @@ def simulate(scenario: Scenario) -> Result:
     backlog: list[list[float]] = [[] for _ in replicas]
 
     def start(replica: Replica) -> None:
-        s = replica.start_next(loop.now)
+        replica.start_next(loop.now)
         loop.at(replica.busy_until, _FINISH, finish, replica)
 
     def finish(replica: Replica) -> None:
@@ -38,26 +38,30 @@ def simulate(scenario: Scenario) -> Result:
         if replica.queue:
             start(replica)
 
-    def arrive(request: Request) -> None:
-        now = loop.now
-        index = router.choose(request, replicas, now)
+    def arrive(n: int) -> None:
+        request = requests[n]
+        if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
+            loop.at(requests[n + 1].arrival_s, _ARRIVE, arrive, n + 1)
+        index = router.choose(request, replicas, loop.now)
         if not 0 <= index < len(replicas):
             raise RuntimeError(f"router {scenario.router.kind} chose replica {index} of {len(replicas)}")
-        elsewhere = max((r.match_tokens(request) for r in replicas if r.index != index), default=0)
         replica = replicas[index]
-        replica.enqueue(request, elsewhere)
+        ticket = replica.enqueue(request)
+        if fleet.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
+            ticket.held_elsewhere = max((r.match_tokens(request) for r in replicas if r is not replica), default=0)
         if replica.running is None:
             start(replica)
 
-    def sample() -> None:
+    def sample(b: int) -> None:
         for r in replicas:
             backlog[r.index].append(round(r.backlog(loop.now), 4))
+        if b < BINS:
+            loop.at((b + 1) * bin_s, _SAMPLE, sample, b + 1)
 
     requests = generate(scenario)
-    for request in requests:
-        loop.at(request.arrival_s, _ARRIVE, arrive, request)
-    for b in range(1, BINS + 1):
-        loop.at(b * bin_s, _SAMPLE, sample)
+    if requests:
+        loop.at(requests[0].arrival_s, _ARRIVE, arrive, 0)
+    loop.at(bin_s, _SAMPLE, sample, 1)
     loop.run()
     return _measure(scenario, requests, served, replicas, backlog, bin_s)
 

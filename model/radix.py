@@ -85,6 +85,10 @@ class RadixTree:
         node, _, matched = self._walk(keys)
         return node, matched
 
+    def find(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """`match`, with the number of keys matched as well: (node, keys, tokens)."""
+        return self._walk(keys)
+
     def insert(self, keys: Sequence[Hashable], sizes: Sequence[int]) -> tuple[Node, int]:
         """Cache `keys`, evicting LRU leaves for room; returns (deepest node, tokens added).
 
@@ -92,6 +96,22 @@ class RadixTree:
         small), only the prefix that fits is cached: capacity is never exceeded.
         """
         node, i, _ = self._walk(keys)
+        return self._attach(node, keys, sizes, i)
+
+    def extend(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], start: int) -> tuple[Node, int]:
+        """`insert`, for a caller that holds `node` locked since `find(keys)` returned it with `start` keys.
+
+        A lock keeps the node in the tree, and its run still ends at `keys[:start]`
+        whatever splits happened above it, so the rest can hang from it without a
+        second walk. If another request cached the same continuation meanwhile,
+        this falls back to a plain insert.
+        """
+        if start < len(keys) and keys[start] in node.children:
+            return self.insert(keys, sizes)
+        return self._attach(node, keys, sizes, start)
+
+    def _attach(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], i: int) -> tuple[Node, int]:
+        """Hang `keys[i:]` below `node` (which ends at `keys[:i]`), as much as fits."""
         if i == len(keys):
             return node, 0
         need = sum(sizes[i:])

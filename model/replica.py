@@ -23,10 +23,10 @@ class Served:
     """What happened to one request on its replica (filled in as it goes)."""
 
     __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s",
-                 "cached_tokens", "held_elsewhere", "version")
+                 "cached_tokens", "cached_keys", "held_elsewhere", "version")
 
-    def __init__(self, request: Request, replica: int, lock: Node | None, matched: int,
-                 estimate_s: float, held_elsewhere: int, version: int) -> None:
+    def __init__(self, request: Request, replica: int, lock: Node | None, matched_keys: int, matched: int,
+                 estimate_s: float, version: int) -> None:
         self.request = request
         self.replica = replica
         self.lock = lock  # node locked for this request, None with the cache off
@@ -34,7 +34,8 @@ class Served:
         self.start_s = 0.0
         self.prefill_s = 0.0
         self.cached_tokens = matched  # at routing; matched again when prefill starts
-        self.held_elsewhere = held_elsewhere  # most tokens another replica held at routing
+        self.cached_keys = matched_keys  # prompt segments `lock` covers
+        self.held_elsewhere = 0  # most tokens another replica held at routing (set by the engine)
         self.version = version  # the tree's version when `lock` was matched
 
 
@@ -75,16 +76,15 @@ class Replica:
     def prefill_s(self, uncached_tokens: int) -> float:
         return self.overhead_s + uncached_tokens / self.tokens_per_s
 
-    def enqueue(self, request: Request, held_elsewhere: int) -> Served:
+    def enqueue(self, request: Request) -> Served:
         """Accept a routed request: lock its cached prefix and queue it."""
         self.last_routed = request.id
-        lock = None
-        matched = 0
+        lock, matched_keys, matched = None, 0, 0
         if self.cache:
-            lock, matched = self.tree.match(request.keys)
+            lock, matched_keys, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        served = Served(request, self.index, lock, matched, self.prefill_s(request.prompt_tokens - matched),
-                        held_elsewhere, self.tree.version)
+        served = Served(request, self.index, lock, matched_keys, matched, self.prefill_s(request.prompt_tokens - matched),
+                        self.tree.version)
         self.queue.append(served)
         self.queued_work_s += served.estimate_s
         return served
@@ -95,9 +95,9 @@ class Replica:
         self.queued_work_s -= served.estimate_s
         if not self.queue:
             self.queued_work_s = 0.0  # no float residue on an empty queue
-        if self.cache and served.version != self.tree.version:  # the tree changed while it waited
+        if self.cache and served.version != self.tree.version:  # the tree changed while it waited: match again
             old = served.lock
-            served.lock, served.cached_tokens = self.tree.match(served.request.keys)
+            served.lock, served.cached_keys, served.cached_tokens = self.tree.find(served.request.keys)
             self.tree.lock(served.lock)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
@@ -114,7 +114,8 @@ class Replica:
         self.running = None
         if self.cache:
             r = served.request
-            self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
+            self.tree.extend(served.lock, r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,),  # type: ignore[arg-type]
+                             served.cached_keys)
             self.tree.unlock(served.lock)  # type: ignore[arg-type]
             served.lock = None
         return served

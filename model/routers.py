@@ -21,7 +21,12 @@ __all__ = ["ROUTERS", "CacheAware", "ConsistentHash", "LeastLoaded", "RandomChoi
 
 
 def _least_loaded(replicas: Sequence[Replica], now: float) -> int:
-    return min(replicas, key=lambda r: (r.backlog(now), r.last_routed, r.index)).index
+    best, best_key = 0, None
+    for r in replicas:
+        key = (r.backlog(now), r.last_routed)  # the index breaks any tie left: first in order wins
+        if best_key is None or key < best_key:
+            best, best_key = r.index, key
+    return best
 
 
 class RoundRobin:

@@ -42,7 +42,7 @@ def test_text_round_trip_of_every_key():
 
 
 def test_events_are_kept_in_time_order():
-    s = Scenario().with_text({"events": "timestamp@200,burst@30+20x3"})
+    s = Scenario().with_text({"events": "timestamp@150,burst@30+20x3"})
     assert [e.kind for e in s.events] == ["burst", "timestamp"]
     assert s.events[0] == Event("burst", 30.0, 20.0, 3.0)
 
@@ -57,7 +57,7 @@ def test_events_are_kept_in_time_order():
     ("fleet.replica", "2", "fleet.replica: unknown key; did you mean fleet.replicas?"),
     ("events", "burst@30", "burst@30+0x1"),
     ("events", "storm@3", "events: 'storm@3' is not an event"),
-    ("events", "timestamp@900", "starts at 900 s; use a start from 0 to below duration_s (300)"),
+    ("events", "timestamp@900", "starts at 900 s; use a start from 0 to below duration_s (180)"),
     ("events", "burst@10+5x50", "factor 50; use a factor from 1 to 20"),
     ("traffic.gap_min_s", "20", "traffic.gap_min_s: 20 is above traffic.gap_max_s (10)"),
     ("router.spill_threshold_s", "-1", "router.spill_threshold_s: -1 is out of range; use a number from 0 to 3600 or off"),

@@ -14,7 +14,7 @@ from model import Scenario, simulate
 HERE = Path(__file__).resolve().parent
 SCENARIOS = [
     {},
-    {"fleet.replicas": "8", "router.kind": "cache_aware", "events": "burst@60+30x3,timestamp@200"},
+    {"fleet.replicas": "8", "router.kind": "cache_aware", "events": "burst@60+30x3,timestamp@150"},
     {"router.kind": "random", "seed": "42", "dynamic_text": "bottom", "fleet.memory_gb": "0.5"},
     {"router.kind": "consistent_hash", "events": "surge@30+120", "traffic.session_rate": "4", "duration_s": "200"},
 ]

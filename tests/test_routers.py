@@ -44,7 +44,7 @@ def test_least_loaded_takes_the_smallest_backlog():
 def test_least_loaded_counts_queued_work_not_just_the_running_request():
     reps = fleet(2)
     busy(reps[0], 0.1)
-    reps[0].enqueue(request(0, ["x"] * 10), 0)  # ~0.115 s more queued behind
+    reps[0].enqueue(request(0, ["x"] * 10))  # ~0.115 s more queued behind
     busy(reps[1], 0.2)
     assert LeastLoaded(scenario()).choose(request(1, ["s"]), reps, 0.0) == 1
 

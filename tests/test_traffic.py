@@ -41,6 +41,14 @@ def test_a_prompt_is_system_prompt_history_and_new_turn():
     assert later.keys[:-1] + (later.answer_key,) != later.keys  # the answer is a new segment
 
 
+@pytest.mark.parametrize("mode", ["none", "top", "bottom"])
+def test_prompt_and_cacheable_tokens_are_consistent_with_the_segments(mode):
+    for r in generate(Scenario().with_text({"dynamic_text": mode, "duration_s": "120"})):
+        assert r.prompt_tokens == sum(r.sizes)
+        fresh = next(i for i, k in enumerate(r.keys) if k[0] == "dyn" or k == ("user", r.session, r.turn))
+        assert r.cacheable_tokens == sum(r.sizes[:fresh])  # everything before the first new segment
+
+
 def test_dynamic_text_top_sits_at_the_cut_and_bottom_at_the_end():
     top = generate(Scenario().with_text({"dynamic_text": "top"}))[5]
     assert top.keys[1] == ("dyn", top.id) and top.sizes[:3] == (200, 20, 1300)
