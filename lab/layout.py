@@ -46,6 +46,8 @@ def controls(keys: tuple[str, ...] | None = None) -> pn.Column:
     chosen = [c for c in CONTROLS if keys is None or c.key in keys]
     items: list[Any] = []
     for c in chosen:
+        if c.options and c.prop == "active":  # a button group shows no title of its own
+            items.append(pn.pane.HTML(f'<div style="font-size: 13px">{c.label}</div>', margin=(6, 10, 0, 10)))
         items.append(_widget(c))
         if c.key == "router.spill_threshold_s":
             spill_off = pn.widgets.Checkbox(name="Never spill (always follow the cache)", tags=[SPILL_OFF])
@@ -62,7 +64,8 @@ def event_controls() -> pn.Column:
                                    tags=["evt:factor"], width=80)
     buttons = []
     for kind, label in (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst")):
-        b = pn.widgets.Button(name=label, tags=[f"act:{kind}"], button_type="primary" if kind == "timestamp" else "default")
+        b = pn.widgets.Button(name=label, tags=[f"act:{kind}"], button_type="primary" if kind == "timestamp" else "default",
+                              sizing_mode="stretch_width", margin=(5, 4))
         b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}})")
         buttons.append(b)
     return pn.Column(pn.Row(at, duration, factor, margin=0), pn.Row(*buttons, margin=0),
@@ -112,7 +115,7 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
                fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
         f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
         f.y_range.start = 0
-        f.xaxis.ticker = LogTicker(mantissas=[1, 3])
+        f.xaxis.ticker = LogTicker(mantissas=[1, 3], desired_num_ticks=6)
         out.append(f)
     return out
 
