@@ -192,6 +192,7 @@ def _write_pages(out: Path, wheel: str) -> None:
         "notices": "",
         "events": view["patches"]["dom"]["#events-list"]["html"],
         "readout": view["patches"]["dom"]["#readout"]["text"],
+        "missions": view["patches"]["dom"]["#missions"]["html"],
     }
     cdn = f"https://cdn.holoviz.org/panel/{panel.__version__}/dist/"
     for filename, make in (("index.html", lab_page), ("embed.html", embed_page)):

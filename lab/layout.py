@@ -68,7 +68,7 @@ def event_controls() -> pn.Column:
                               sizing_mode="stretch_width", margin=(5, 4))
         b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}})")
         buttons.append(b)
-    return pn.Column(pn.Row(at, duration, factor, margin=0), pn.Row(*buttons, margin=0),
+    return pn.Column(pn.Row(at, duration, factor, margin=0), buttons[0], pn.Row(*buttons[1:], margin=0),
                      sizing_mode="stretch_width", margin=0)
 
 
@@ -80,6 +80,7 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
              fill_color="color", fill_alpha=0.12, line_alpha=0, legend_field="label")
     fig.legend.location = "top_left"
     fig.legend.background_fill_alpha = 0.6
+    fig.legend.name = name.replace("fig:", "legend:")  # the view hides it when only events would be in it
     fig.y_range.start = 0
     return fig
 
@@ -100,11 +101,13 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
         f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
+        f.legend.visible = data["legend:hit"]["visible"]
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out.append(f)
     if "backlog" in which:
         f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
         f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
+        f.legend.visible = data["legend:backlog"]["visible"]
         f.add_tools(HoverTool(tooltips=[("", "@label")]))
         out.append(f)
     if "dist" in which:

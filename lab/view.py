@@ -18,9 +18,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from missions import find_mission
 from model import Result, Scenario, ScenarioError, simulate
 from model.config import ROUTER_KINDS
 
+from .missionview import ACTIONS as MISSION_ACTIONS
+from .missionview import apply_action as apply_mission_action
+from .missionview import mission_patches, read_progress
 from .urlstate import read_hash, write_hash
 
 __all__ = ["CONTROLS", "EVENT_INPUTS", "METRICS", "Control", "handle", "handle_json", "render"]
@@ -88,29 +92,37 @@ def handle(request: dict) -> dict:
     """Apply controls or an action to the hash's state, simulate, and describe the page."""
     state = read_hash(str(request.get("hash") or ""))
     scenario, page, notices = state.scenario, dict(state.page), list(state.notices)
+    progress = read_progress(request.get("progress"))
     controls = request.get("controls")
-    if controls:
+    if isinstance(controls, dict) and controls:
         scenario = _apply_controls(scenario, controls, notices)
     action = request.get("action")
-    if action:
+    if isinstance(action, dict) and action.get("type") in MISSION_ACTIONS:
+        scenario, progress = apply_mission_action(action, scenario, page, progress, notices)
+    elif isinstance(action, dict) and action:
         scenario = _apply_action(scenario, action, notices)
-    return render(scenario, page, notices)
+    return render(scenario, page, notices, progress)
 
 
-def render(scenario: Scenario, page: dict | None = None, notices: list[str] | None = None) -> dict:
-    """The full page description for a scenario."""
+def render(scenario: Scenario, page: dict | None = None, notices: list[str] | None = None,
+           progress: dict[str, int] | None = None) -> dict:
+    """The full page description for a scenario (and the missions panel, with `progress`)."""
+    page = dict(page or {})
+    notices = list(notices or [])
     result = simulate(scenario)
     bokeh: dict[str, dict] = {}
     dom: dict[str, dict] = {}
     _controls_patch(scenario, bokeh)
+    progress = mission_patches(scenario, result, page, progress or {}, notices, bokeh, dom)
     _charts_patch(scenario, result, bokeh)
     summary = _summary(result)
     for key, _, fmt in METRICS:
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(summary[key]), "attrs": {"data-value": _num(summary[key])}}
-    dom["#events-list"] = {"html": _events_html(scenario)}
-    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices or [])}
+    mission = find_mission(page.get("mission", ""))  # still set only if chosen and unlocked
+    dom["#events-list"] = {"html": _events_html(scenario, removable=mission is None or "events" in mission.controls)}
+    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     dom["#readout"] = {"text": _readout(scenario, result)}
-    return {"hash": write_hash(scenario, page), "notices": list(notices or []), "summary": summary,
+    return {"hash": write_hash(scenario, page), "notices": notices, "summary": summary, "progress": progress,
             "patches": {"bokeh": bokeh, "dom": dom}}
 
 
@@ -205,6 +217,8 @@ def _controls_patch(scenario: Scenario, bokeh: dict) -> None:
         else:
             bokeh[c.name] = {"value": value, "start": min(c.start, value), "end": max(c.end, value)}
     bokeh["ctl:fleet.memory_gb"]["disabled"] = not scenario.fleet.cache
+    for patch in bokeh.values():
+        patch.setdefault("disabled", False)  # re-enable whatever a mission had locked
     for name in EVENT_INPUTS:  # keep the event start inside the run
         if name == "evt:at":
             bokeh[name] = {"high": scenario.duration_s - 1}
@@ -230,6 +244,8 @@ def _charts_patch(scenario: Scenario, result: Result, bokeh: dict) -> None:
         "label": [EVENT_NAMES[e.kind] for e in ev],
     }}
     bokeh["src:dist"] = {"data": _histogram([r.ttft_ms for r in result.records])}
+    for name in ("legend:hit", "legend:backlog"):  # their only entries are events
+        bokeh[name] = {"visible": bool(ev)}
 
 
 def _histogram(ttfts: list[float]) -> dict:
@@ -259,7 +275,7 @@ def _readout(scenario: Scenario, result: Result) -> str:
             f"recomputing tokens another replica held.")
 
 
-def _events_html(scenario: Scenario) -> str:
+def _events_html(scenario: Scenario, removable: bool = True) -> str:
     if not scenario.events:
         return '<li class="empty">No events: steady traffic.</li>'
     items = []
@@ -270,9 +286,9 @@ def _events_html(scenario: Scenario) -> str:
             what = f"{EVENT_NAMES[e.kind]}, {e.at_s:g}–{e.ends_s():g} s"
         else:
             what = f"{EVENT_NAMES[e.kind]} ×{e.factor:g}, {e.at_s:g}–{e.ends_s():g} s"
-        items.append(f'<li class="event {e.kind}"><span>{html.escape(what)}</span> '
-                     f'<button type="button" data-action="remove_event" data-index="{i}" '
-                     f'aria-label="Remove {html.escape(what)}">Remove</button></li>')
+        button = (f'<button type="button" data-action="remove_event" data-index="{i}" '
+                  f'aria-label="Remove {html.escape(what)}">Remove</button>') if removable else ""
+        items.append(f'<li class="event {e.kind}"><span>{html.escape(what)}</span> {button}</li>')
     return "".join(items)
 
 

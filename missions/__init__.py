@@ -1,3 +1,11 @@
-"""Missions: data and star scoring (filled in by the missions issue)."""
+"""Missions: broken setups to fix, unlocked in order, scored with up to three stars.
 
-__all__: list[str] = []
+`MISSIONS` lists them in order; `score(mission, scenario, result)` is the
+only scoring rule, used by the CLI, the tests and the page alike. Standard
+library and `model` only.
+"""
+
+from .catalog import MISSIONS, find_mission
+from .scoring import Mission, Threshold, Verdict, figures, score
+
+__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "figures", "find_mission", "score"]

@@ -102,10 +102,32 @@ function apply(patches, controlsToo = true) {
 const boot = window.prefixLabBoot;
 const worker = boot?.worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
 
+// Mission progress (best stars per mission) stays in this browser.
+const PROGRESS_KEY = "prefix-lab:progress";
+
+function loadProgress() {
+  try {
+    return JSON.parse(localStorage.getItem(PROGRESS_KEY) ?? "{}") ?? {};
+  } catch {
+    return {};  // storage blocked or garbled: start afresh
+  }
+}
+
+function saveProgress(progress) {
+  try {
+    localStorage.setItem(PROGRESS_KEY, JSON.stringify(progress));
+  } catch {
+    // storage blocked (private mode): progress lasts for this page only
+  }
+}
+
+let progress = loadProgress();
+
 function pump() {
   if (!workerReady || inFlight || queue.length === 0) return;
   inFlight = queue.shift();
   inFlight.request.hash = hash;
+  inFlight.request.progress = progress;
   inFlight.sent = performance.now();
   setState("busy", "Simulating…");
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
@@ -133,6 +155,10 @@ async function onMessage(event) {
     inFlight = null;
     await whenBokehReady();
     hash = msg.view.hash;
+    if (msg.view.progress && JSON.stringify(msg.view.progress) !== JSON.stringify(progress)) {
+      progress = msg.view.progress;
+      saveProgress(progress);
+    }
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint

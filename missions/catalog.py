@@ -1,0 +1,145 @@
+"""The missions, in the order they unlock. Each starts broken and teaches one thing.
+
+Thresholds were set by running the model: every broken start scores no
+star, and tests/test_missions.py holds a one-star and a three-star setup
+for each, so a change to the model that moves a mission out of reach shows.
+"""
+
+from model import Scenario
+
+from .scoring import Mission, Threshold
+
+__all__ = ["MISSIONS", "find_mission"]
+
+
+def _s(**text: str) -> Scenario:
+    return Scenario().with_text({key.replace("__", "."): value for key, value in text.items()})
+
+
+def at_most(figure: str, value: float) -> Threshold:
+    return Threshold(figure, "<=", value)
+
+
+def at_least(figure: str, value: float) -> Threshold:
+    return Threshold(figure, ">=", value)
+
+
+MISSIONS: tuple[Mission, ...] = (
+    Mission(
+        id="cache-on",
+        title="Nothing is remembered",
+        brief=("Four replicas, and every one of them reads every prompt from the first token, "
+               "even the 1,500-token system prompt it read a second ago. Half a second of prefill "
+               "for a question of forty words."),
+        lesson=("With the cache on, a replica reads only what is new. The same traffic needs fewer "
+                "replicas once most of each prompt is already in memory."),
+        start=_s(fleet__cache="false"),
+        controls=("fleet.cache", "fleet.replicas"),
+        goal=(at_most("ttft_p50_ms", 100),),
+        two_stars=(at_most("replicas", 3),),
+        three_stars=(at_most("replicas", 2),),
+    ),
+    Mission(
+        id="timestamp",
+        title="A timestamp at the top",
+        brief=("Someone put the current time into the system prompt, 200 tokens in. Every request "
+               "now differs from every other right there, and the cache can only ever match the "
+               "first 200 tokens."),
+        lesson=("A prefix cache matches from the first token until the first difference. Anything "
+                "that changes per request belongs at the very end of the prompt, or nowhere."),
+        start=_s(dynamic_text="top", router__kind="cache_aware"),
+        controls=("dynamic_text",),
+        goal=(at_least("hit_rate", 0.5),),
+        two_stars=(at_least("hit_rate", 0.9),),
+        three_stars=(at_most("ttft_p99_ms", 100),),
+    ),
+    Mission(
+        id="round-robin",
+        title="Round robin spreads the memory thin",
+        brief=("Eight replicas take turns. Each conversation's history is on whichever replica "
+               "served its last turn, and the next turn almost never goes back there."),
+        lesson=("Routing by cache keeps a conversation where its history is. The hit rate rises and "
+                "the same traffic fits on fewer replicas."),
+        start=_s(fleet__replicas="8", router__kind="round_robin"),
+        controls=("router.kind", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.85),),
+        two_stars=(at_most("replicas", 4),),
+        three_stars=(at_most("replicas", 3), at_most("ttft_p99_ms", 300)),
+    ),
+    Mission(
+        id="hot-tenant",
+        title="One hot tenant, one hot replica",
+        brief=("Traffic is four times heavier and one system prompt is far more popular than the "
+               "rest. The cache-aware router never lets go of the replica that holds it, so that "
+               "replica queues for seconds while others idle."),
+        lesson=("Affinity needs a breaking point. A spill threshold sends a request elsewhere once "
+                "the warm replica is too far behind, trading a little hit rate for a much shorter tail."),
+        start=_s(fleet__replicas="8", router__kind="cache_aware", router__spill_threshold_s="off",
+                 traffic__session_rate="8", duration_s="120"),
+        controls=("router.spill_threshold_s",),
+        goal=(at_most("ttft_p99_ms", 800),),
+        two_stars=(at_most("ttft_p99_ms", 500),),
+        three_stars=(at_most("ttft_p99_ms", 400), at_least("hit_rate", 0.82)),
+    ),
+    Mission(
+        id="surge-memory",
+        title="A surge of new tenants",
+        brief=("From 40 s to 140 s, sessions come from forty system prompts instead of six. Half a "
+               "gigabyte of prefix memory per replica cannot hold them, and the cache keeps evicting "
+               "what it is about to need."),
+        lesson=("A cache only helps if the working set fits. Memory per replica and the number of "
+                "replicas both add room; the cheapest fleet is the one that just holds it."),
+        start=_s(router__kind="cache_aware", fleet__memory_gb="0.5", events="surge@40+100"),
+        controls=("fleet.memory_gb", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.8),),
+        two_stars=(at_most("fleet_memory_gb", 12),),
+        three_stars=(at_most("ttft_p99_ms", 400),),
+    ),
+    Mission(
+        id="burst",
+        title="A burst with the fewest replicas",
+        brief=("At 60 s, arrivals jump to five times the usual rate for thirty seconds. Two replicas "
+               "behind a least-loaded router fall seconds behind."),
+        lesson=("A cache makes each request cheaper, so the same replicas absorb more of a burst; "
+                "a spill threshold keeps the burst from piling onto the warmest replica."),
+        start=_s(fleet__replicas="2", router__kind="least_loaded", events="burst@60+30x5"),
+        controls=("fleet.replicas", "router.kind", "router.spill_threshold_s"),
+        goal=(at_most("ttft_p99_ms", 1000),),
+        two_stars=(at_most("replicas", 3),),
+        three_stars=(at_most("ttft_p99_ms", 650),),
+    ),
+    Mission(
+        id="consistent-hash",
+        title="Pinned to a hash",
+        brief=("Consistent hashing sends each system prompt to one replica, always. That keeps the "
+               "cache warm, but it never looks at load: at this rate the most popular prompt's "
+               "replica drowns."),
+        lesson=("A hash knows where a prefix lives but not how busy that replica is. Cache-aware "
+                "routing with a spill threshold uses both."),
+        start=_s(router__kind="consistent_hash", traffic__session_rate="5"),
+        controls=("router.kind", "router.spill_threshold_s"),
+        goal=(at_most("ttft_p99_ms", 1000),),
+        two_stars=(at_most("ttft_p99_ms", 700), at_least("hit_rate", 0.69)),
+        three_stars=(at_most("ttft_p99_ms", 600),),
+    ),
+    Mission(
+        id="monday",
+        title="Monday morning",
+        brief=("Everything at once: a timestamp at the top of the prompt, round-robin routing, one "
+               "gigabyte of prefix memory per replica, six replicas, and a burst at 90 s. Fix the "
+               "prompt, the router and the memory, then give back replicas."),
+        lesson=("Prompt layout, routing and memory multiply: each fix only pays in full once the "
+                "others are in place."),
+        start=_s(router__kind="round_robin", dynamic_text="top", fleet__replicas="6", fleet__memory_gb="1",
+                 events="burst@90+30x3"),
+        controls=("dynamic_text", "router.kind", "router.spill_threshold_s", "fleet.replicas", "fleet.memory_gb",
+                  "fleet.cache"),
+        goal=(at_least("hit_rate", 0.75), at_most("ttft_p99_ms", 600)),
+        two_stars=(at_most("replicas", 4),),
+        three_stars=(at_most("fleet_memory_gb", 16), at_most("ttft_p99_ms", 450)),
+    ),
+)
+
+
+def find_mission(mission_id: str) -> Mission | None:
+    return next((m for m in MISSIONS if m.id == mission_id), None)

@@ -1,0 +1,127 @@
+"""Missions as data, and the one function that scores a setup against one.
+
+A mission starts from a broken scenario and lets the player change a few
+keys. `score(mission, scenario, result)` gives 0 to 3 stars: nothing unless
+every `goal` threshold holds (and no fixed key was changed); one star for
+the goal; a second if every `two_stars` threshold holds too; a third if the
+`three_stars` ones hold as well. Thresholds read `figures(scenario, result)`:
+the result's headline numbers plus the fleet's size (`replicas`,
+`memory_gb` per replica, `fleet_memory_gb` in all).
+
+Pure functions of their arguments, standard library only: the CLI, the
+tests and the page (under Pyodide) all call the same code.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from model import Result, Scenario
+
+__all__ = ["Mission", "Threshold", "Verdict", "figures", "score"]
+
+FIGURES = {  # figure -> (label, how to show a value)
+    "hit_rate": ("hit rate", lambda v: f"{v * 100:.1f}%"),
+    "ttft_p50_ms": ("TTFT p50", lambda v: f"{v:,.0f} ms"),
+    "ttft_p95_ms": ("TTFT p95", lambda v: f"{v:,.0f} ms"),
+    "ttft_p99_ms": ("TTFT p99", lambda v: f"{v:,.0f} ms"),
+    "ttft_mean_ms": ("mean TTFT", lambda v: f"{v:,.0f} ms"),
+    "throughput_rps": ("throughput", lambda v: f"{v:.2f} requests/s"),
+    "replicas": ("replicas", lambda v: f"{v:g}"),
+    "memory_gb": ("prefix memory per replica", lambda v: f"{v:g} GB"),
+    "fleet_memory_gb": ("prefix memory in the fleet", lambda v: f"{v:g} GB"),
+}
+
+
+def figures(scenario: Scenario, result: Result) -> dict[str, float]:
+    """What thresholds can be set on: the result's headline and the fleet's size."""
+    data = {key: getattr(result, key) for key in
+            ("hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps")}
+    data["replicas"] = scenario.fleet.replicas
+    data["memory_gb"] = scenario.fleet.memory_gb
+    data["fleet_memory_gb"] = scenario.fleet.replicas * scenario.fleet.memory_gb
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """`figure` must be at most (`<=`) or at least (`>=`) `value`."""
+
+    figure: str
+    op: str  # "<=" or ">="
+    value: float
+
+    def __post_init__(self) -> None:
+        if self.figure not in FIGURES or self.op not in ("<=", ">="):
+            raise ValueError(f"bad threshold {self.figure} {self.op} {self.value}")
+
+    def holds(self, values: dict[str, float]) -> bool:
+        v = values[self.figure]
+        return v <= self.value if self.op == "<=" else v >= self.value
+
+    def text(self) -> str:
+        label, show = FIGURES[self.figure]
+        return f"{label} {'at most' if self.op == '<=' else 'at least'} {show(self.value)}"
+
+    def check(self, values: dict[str, float]) -> str:
+        """A sentence saying whether it holds, with the figure reached."""
+        label, show = FIGURES[self.figure]
+        mark = "met" if self.holds(values) else "not yet"
+        return f"{self.text()}: {show(values[self.figure])}, {mark}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mission:
+    id: str  # short, for URLs and the CLI
+    title: str
+    brief: str  # what is broken, in a few sentences
+    lesson: str  # what the player should take away, shown on success
+    start: Scenario  # the broken setup "Load mission setup" restores
+    controls: tuple[str, ...]  # scenario keys the player may change
+    goal: tuple[Threshold, ...]  # all must hold to pass (one star)
+    two_stars: tuple[Threshold, ...]
+    three_stars: tuple[Threshold, ...]
+
+    def goal_text(self) -> str:
+        return "; ".join(t.text() for t in self.goal)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "title": self.title, "brief": self.brief, "goal": self.goal_text(),
+            "two_stars": "; ".join(t.text() for t in self.two_stars),
+            "three_stars": "; ".join(t.text() for t in self.three_stars),
+            "controls": list(self.controls), "start": self.start.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    stars: int  # 0..3
+    passed: bool
+    reasons: tuple[str, ...]  # one sentence per check, in order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stars": self.stars, "passed": self.passed, "reasons": list(self.reasons)}
+
+
+def changed_fixed_keys(mission: Mission, scenario: Scenario) -> list[str]:
+    """Keys the setup changed that the mission keeps fixed."""
+    start, now = mission.start.to_text(), scenario.to_text()
+    return [key for key in start if key not in mission.controls and start[key] != now[key]]
+
+
+def score(mission: Mission, scenario: Scenario, result: Result) -> Verdict:
+    """Stars, pass or fail, and why, for `scenario` (whose simulation is `result`) on `mission`."""
+    fixed = changed_fixed_keys(mission, scenario)
+    if fixed:
+        return Verdict(0, False, (f"This setup changes {', '.join(fixed)}, which this mission keeps as it "
+                                  "was; load the mission setup and change only what the mission lets you.",))
+    values = figures(scenario, result)
+    reasons = [f"Goal: {t.check(values)}." for t in mission.goal]
+    if not all(t.holds(values) for t in mission.goal):
+        return Verdict(0, False, tuple(reasons))
+    stars = 1
+    for level, thresholds in ((2, mission.two_stars), (3, mission.three_stars)):
+        reasons += [f"Star {level}: {t.check(values)}." for t in thresholds]
+        if stars == level - 1 and all(t.holds(values) for t in thresholds):
+            stars = level
+    return Verdict(stars, True, tuple(reasons))
