@@ -65,7 +65,7 @@ def read_hash(text: str, base: Scenario | None = None) -> HashState:
 
 def _with_events(scenario: Scenario, text: str, notices: list[str]) -> Scenario:
     """Add the events of `text` one by one, dropping those that do not parse or fit."""
-    kept = []
+    kept: list[dict] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         try:
             candidate = scenario.with_values({"events": [*kept, *parse_events(part)]})

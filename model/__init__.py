@@ -6,10 +6,10 @@ Pyodide, and the same scenario always gives the same result.
 """
 
 from .config import KEYS, Event, Fleet, Router, Scenario, ScenarioError, Traffic
+from .engine import simulate
 from .metrics import ReplicaStats, RequestRecord, Result, Series
 from .radix import RadixTree
 from .routers import ROUTERS
-from .engine import simulate
 from .traffic import Request, generate
 
 __all__ = [

@@ -122,10 +122,14 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
     by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
     for rec in records:
         by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
-    hit, p50, p99 = [], [], []
+    hit: list[float | None] = []
+    p50: list[float | None] = []
+    p99: list[float | None] = []
     for recs in by_bin:
         if not recs:
-            hit.append(None), p50.append(None), p99.append(None)
+            hit.append(None)
+            p50.append(None)
+            p99.append(None)
             continue
         ttfts = sorted(r.ttft_ms for r in recs)
         hit.append(ratio(sum(r.cached_tokens for r in recs), sum(r.prompt_tokens for r in recs)))

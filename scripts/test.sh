@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Run every test: model, CLI, build and server, and the browser tests.
+# Run every check: lint and types (model, missions and the browser-side view code), then
+# all tests: model, CLI, build and server, Pyodide under Node.js, and the browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+.venv/bin/ruff check .
+.venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

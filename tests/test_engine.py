@@ -43,7 +43,7 @@ def test_second_turn_on_the_same_replica_reuses_the_first_turn_and_its_answer():
         by_session[rec.session].append(rec)
     pairs = [s[:2] for s in by_session.values() if len(s) >= 2]
     assert pairs
-    for first, second in pairs:
+    for _, second in pairs:
         assert second.cached_tokens == second.prompt_tokens - second.user_tokens
 
 
@@ -113,8 +113,8 @@ def test_every_request_is_served_once_first_come_first_served(text):
 @settings(max_examples=25, deadline=None)
 @given(SCENARIOS)
 def test_trees_stay_within_capacity_and_end_unlocked(text):
-    from model.engine import simulate as sim  # noqa: F401 (same function; trees checked below)
     import model.engine as engine
+    from model.engine import simulate as sim  # noqa: F401 (same function; trees checked below)
 
     scenario = Scenario().with_text(text)
     seen = []

@@ -1,9 +1,8 @@
 """The lab page in Chromium, served by `prefix-lab serve`, offline."""
 
-import json
 
 import pytest
-from conftest import ARTIFACTS, READY, cli_json, expected_metrics, metrics, open_lab, wait_ready_with
+from conftest import ARTIFACTS, READY, expected_metrics, metrics, open_lab, wait_ready_with
 
 pytestmark = pytest.mark.browser
 

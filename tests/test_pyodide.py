@@ -6,7 +6,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-
 from lab.build import _write_wheel, pyodide_dir
 from lab.view import handle
 from model import Scenario, simulate

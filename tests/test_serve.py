@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
