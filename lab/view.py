@@ -101,7 +101,32 @@ def handle(request: dict) -> dict:
         scenario, progress = apply_mission_action(action, scenario, page, progress, notices)
     elif isinstance(action, dict) and action:
         scenario = _apply_action(scenario, action, notices)
-    return render(scenario, page, notices, progress)
+    return render(_within_budget(scenario, notices), page, notices, progress)
+
+
+PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
+
+
+def expected_requests(scenario: Scenario) -> float:
+    """About how many requests a scenario sends: sessions (bursts included) times turns."""
+    seconds = scenario.duration_s
+    for e in scenario.events_of("burst"):
+        seconds += (min(e.ends_s(), scenario.duration_s) - e.at_s) * (e.factor - 1)
+    return scenario.traffic.session_rate * seconds * scenario.traffic.turns_mean
+
+
+def _within_budget(scenario: Scenario, notices: list[str]) -> Scenario:
+    """Keep the page responsive: a setup far bigger than the lab's goes back to the default size."""
+    estimate = expected_requests(scenario)
+    if estimate <= PAGE_BUDGET:
+        return scenario
+    default = Scenario()
+    notices.append(f"That setup would simulate about {estimate:,.0f} requests, more than the page runs per "
+                   f"change ({PAGE_BUDGET:,}); using the default duration and rate. The command line "
+                   "(prefix-lab run) runs setups of any size.")
+    return scenario.with_values({"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
+                                 "traffic.turns_mean": default.traffic.turns_mean,
+                                 "events": [e for e in scenario.to_dict()["events"] if e["at_s"] < default.duration_s]})
 
 
 def render(scenario: Scenario, page: dict | None = None, notices: list[str] | None = None,
@@ -210,18 +235,14 @@ def _controls_patch(scenario: Scenario, bokeh: dict) -> None:
             bokeh[c.name] = {"active": c.options.index(value)}
         elif c.prop == "active":
             bokeh[c.name] = {"active": bool(value)}
-        elif c.options:
-            bokeh[c.name] = {"value": value}
-        elif c.key == "seed":
+        elif c.options or c.key == "seed":  # a choice, or a number typed in: no range to stretch
             bokeh[c.name] = {"value": value}
         else:
             bokeh[c.name] = {"value": value, "start": min(c.start, value), "end": max(c.end, value)}
     bokeh["ctl:fleet.memory_gb"]["disabled"] = not scenario.fleet.cache
     for patch in bokeh.values():
         patch.setdefault("disabled", False)  # re-enable whatever a mission had locked
-    for name in EVENT_INPUTS:  # keep the event start inside the run
-        if name == "evt:at":
-            bokeh[name] = {"high": scenario.duration_s - 1}
+    bokeh["evt:at"] = {"high": scenario.duration_s - 1}  # keep an event's start inside the run
 
 
 def _charts_patch(scenario: Scenario, result: Result, bokeh: dict) -> None:

@@ -163,6 +163,7 @@ async function onMessage(event) {
     apply(msg.view.patches, queue.length === 0);
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
+    if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     if (queue.length) {
       pump();
     } else {
