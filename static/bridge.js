@@ -96,6 +96,19 @@ function apply(patches, controlsToo = true) {
   }
 }
 
+// Bokeh draws a checkbox beside a <div> with its text, not inside a <label>, so screen
+// readers would announce an unnamed checkbox. Name each from its text (and again after
+// Bokeh re-renders one).
+function nameInputs(root = document) {
+  for (const el of root.querySelectorAll("*")) {
+    if (el.shadowRoot) nameInputs(el.shadowRoot);
+  }
+  for (const box of root.querySelectorAll("input[type=checkbox]:not([aria-label])")) {
+    const text = box.nextElementSibling?.textContent?.trim();
+    if (text) box.setAttribute("aria-label", text);
+  }
+}
+
 // -- talking to the worker --------------------------------------------------------
 
 // Started early by the inline boot script (static/boot.js); started here if that is missing.
@@ -162,6 +175,7 @@ async function onMessage(event) {
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
+    nameInputs();
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     if (queue.length) {
@@ -241,4 +255,5 @@ new PerformanceObserver((list) => {
 }).observe({ type: "paint", buffered: true });
 whenBokehReady().then(() => {
   timings.chartsDrawn = performance.now();
+  nameInputs();
 });

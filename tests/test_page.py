@@ -8,11 +8,10 @@ pytestmark = pytest.mark.browser
 
 
 def checkbox(page, label):
-    """The checkbox whose Bokeh label reads `label` (Bokeh does not tie them with <label>)."""
-    for box in page.locator("input[type=checkbox]").all():
-        if box.evaluate("e => e.nextElementSibling && e.nextElementSibling.textContent") == label:
-            return box
-    raise AssertionError(f"no checkbox labelled {label!r}")
+    """The checkbox named `label` for assistive technology (the bridge names Bokeh's checkboxes)."""
+    box = page.get_by_role("checkbox", name=label, exact=True)
+    assert box.count() == 1, f"no single checkbox named {label!r}"
+    return box
 
 
 def slider(page, label):
