@@ -113,25 +113,29 @@ def test_every_request_is_served_once_first_come_first_served(text):
 @settings(max_examples=25, deadline=None)
 @given(SCENARIOS)
 def test_trees_stay_within_capacity_and_end_unlocked(text):
+    from unittest import mock
+
     import model.engine as engine
-    from model.engine import simulate as sim  # noqa: F401 (same function; trees checked below)
 
-    scenario = Scenario().with_text(text)
-    seen = []
-    original = engine.Replica.finish
+    replicas, checks = [], []
+    make, finish = engine.Replica.__init__, engine.Replica.finish
 
-    def finish(self):
-        served = original(self)
-        self.tree.check_invariants()
-        seen.append(self.tree.total_tokens <= self.tree.capacity)
+    def init(self, *args):
+        make(self, *args)
+        replicas.append(self)
+
+    def checked_finish(self):
+        served = finish(self)
+        self.tree.check_invariants()  # capacity, totals, locks, LRU heap: after every prefill
+        checks.append(self.tree.total_tokens <= self.tree.capacity)
         return served
 
-    engine.Replica.finish = finish
-    try:
-        simulate(scenario)
-    finally:
-        engine.Replica.finish = original
-    assert all(seen)
+    with mock.patch.object(engine.Replica, "__init__", init), \
+            mock.patch.object(engine.Replica, "finish", checked_finish):
+        result = simulate(Scenario().with_text(text))
+    assert len(checks) == result.requests and all(checks)
+    for replica in replicas:
+        assert replica.tree.locked_tokens == 0 and not replica.queue and replica.running is None
 
 
 # -- determinism -----------------------------------------------------------
