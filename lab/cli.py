@@ -85,6 +85,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _keys(args: argparse.Namespace) -> int:
+    from model.config import describe
+
+    rows = describe()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for row in rows:
+            print(f"{row['key']:28s} {row['default']:>14s}  {row['allowed']:<34s} {row['meaning']}")
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from .build import BuildError, build_site
 
@@ -153,6 +165,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
     run.set_defaults(func=_run)
+
+    keys = verbs.add_parser("keys", help="list every scenario key with its default and range")
+    keys.add_argument("--json", action="store_true", help="print as JSON")
+    keys.set_defaults(func=_keys)
 
     build = verbs.add_parser("build", help="write the static offline site")
     build.add_argument("--out", default="site", help="output folder (default: site)")

@@ -24,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "DYNAMIC_TEXT",
+    "describe",
     "EVENT_KINDS",
     "KEYS",
     "Event",
@@ -146,17 +147,11 @@ class Scenario:
     # -- out ------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Nested JSON-ready data; `Scenario.from_dict(s.to_dict()) == s`."""
-        data = _as_dict(self)
-        data["events"] = [_as_dict(e) for e in self.events]
-        return data
+        return _as_dict(self)
 
     def to_text(self) -> dict[str, str]:
         """Every dotted key with its text value, in a fixed order."""
-        flat = {}
-        for key in KEYS:
-            value = self.get(key)
-            flat[key] = format_text(key, value)
-        return flat
+        return {key: format_text(key, self.get(key)) for key in KEYS}
 
     def get(self, key: str) -> Any:
         """The value at a dotted key."""
@@ -185,6 +180,27 @@ def _keys() -> tuple[str, ...]:
 
 
 KEYS: tuple[str, ...] = _keys()
+
+
+def describe() -> list[dict[str, Any]]:
+    """Every dotted key with its default, what it allows and what it means."""
+    out = []
+    defaults = Scenario().to_text()
+    for key in KEYS:
+        if key == "events":
+            out.append({"key": key, "default": "", "allowed": "timestamp@T, surge@T+D, burst@T+DxF, comma-separated",
+                        "meaning": "what happens during the run"})
+            continue
+        meta = field_of(key).metadata
+        if meta["choices"]:
+            allowed = " | ".join(meta["choices"])
+        elif meta["lo"] is None:
+            allowed = "true | false"
+        else:
+            allowed = f"{_num_text(meta['lo'])} to {_num_text(meta['hi'])}"
+            allowed += " or off" if key == "router.spill_threshold_s" else ""
+        out.append({"key": key, "default": defaults[key], "allowed": allowed, "meaning": meta["doc"]})
+    return out
 
 
 def field_of(key: str) -> dataclasses.Field:
@@ -237,6 +253,8 @@ def format_text(key: str, value: Any) -> str:
 
 
 def _num_text(x: float) -> str:
+    if isinstance(x, int):
+        return str(x)
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 

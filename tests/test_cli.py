@@ -76,3 +76,15 @@ def test_the_installed_command_runs_without_a_traceback():
     good = subprocess.run([sys.executable, "-m", "lab", "run", "--json", "--set", "duration_s=30"],
                           capture_output=True, text=True)
     assert good.returncode == 0 and json.loads(good.stdout)["requests"] > 0
+
+
+def test_keys_lists_every_scenario_key_with_default_and_range(capsys):
+    from model import KEYS
+
+    assert main(["keys", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["key"] for r in rows] == list(KEYS)
+    replicas = next(r for r in rows if r["key"] == "fleet.replicas")
+    assert replicas == {"key": "fleet.replicas", "default": "4", "allowed": "1 to 64", "meaning": "number of replicas"}
+    assert next(r for r in rows if r["key"] == "router.kind")["allowed"].startswith("round_robin | random")
+    assert main(["keys"]) == 0 and "fleet.cache" in capsys.readouterr().out
