@@ -77,10 +77,7 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
                  toolbar_location=None, x_axis_label="time (s)", y_axis_label=y_label)
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
-             fill_color="color", fill_alpha=0.12, line_alpha=0, legend_field="label")
-    fig.legend.location = "top_left"
-    fig.legend.background_fill_alpha = 0.6
-    fig.legend.name = name.replace("fig:", "legend:")  # the view hides it when only events would be in it
+             fill_color="color", fill_alpha=0.12, line_alpha=0)  # colours match the events list
     fig.y_range.start = 0
     return fig
 
@@ -95,21 +92,23 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
         f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
         f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
+        f.legend.location = "top_left"
+        f.legend.background_fill_alpha = 0.6
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
         out.append(f)
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
         f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
-        f.legend.visible = data["legend:hit"]["visible"]
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out.append(f)
     if "backlog" in which:
         f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
         f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
-        f.legend.visible = data["legend:backlog"]["visible"]
         f.add_tools(HoverTool(tooltips=[("", "@label")]))
         out.append(f)
+    for f in out:  # y ranges follow the data, not the event shading drawn on its own 0..1 range
+        f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
     if "dist" in which:
         f = figure(title="TTFT distribution", name="fig:dist", height=210, sizing_mode="stretch_width",
                    toolbar_location=None, x_axis_type="log", x_axis_label="TTFT (ms, log scale)",

@@ -17,6 +17,9 @@ from model import Result, Scenario
 __all__ = ["ACTIONS", "apply_action", "mission_patches", "read_progress"]
 
 ACTIONS = ("select_mission", "load_mission", "reset_progress")
+LOCK = ('<svg aria-hidden="true" width="10" height="12" viewBox="0 0 10 12"><rect x="1" y="5" width="8" height="6" '
+        'rx="1" fill="currentColor"/><path d="M3 5V3.5a2 2 0 0 1 4 0V5" stroke="currentColor" fill="none"/></svg>'
+        '<span class="sr-only">locked:</span>')
 KEY_LABELS = {"fleet.cache": "prefix cache", "fleet.memory_gb": "prefix memory", "fleet.replicas": "replicas",
               "router.kind": "router", "router.spill_threshold_s": "spill threshold",
               "dynamic_text": "dynamic text", "traffic.session_rate": "request rate", "seed": "seed",
@@ -107,8 +110,8 @@ def mission_patches(scenario: Scenario, result: Result, page: dict, progress: di
                          f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(chosen).lower()}" '
                          f'data-stars="{stars}">{shown}</button></li>')
         else:
-            items.append(f'<li><button type="button" class="mission locked" disabled data-mission="{m.id}">'
-                         f'<span aria-hidden="true">🔒</span> {shown}</button></li>')
+            items.append(f'<li><button type="button" class="mission locked" disabled data-mission="{m.id}" '
+                         f'title="Pass the mission before it to unlock this one">{LOCK} {shown}</button></li>')
     free = "" if mission is None else \
         '<li><button type="button" class="mission" data-action="select_mission" data-mission="">Free play</button></li>'
     dom["#missions"] = {"hidden": False, "html": (

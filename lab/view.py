@@ -265,8 +265,6 @@ def _charts_patch(scenario: Scenario, result: Result, bokeh: dict) -> None:
         "label": [EVENT_NAMES[e.kind] for e in ev],
     }}
     bokeh["src:dist"] = {"data": _histogram([r.ttft_ms for r in result.records])}
-    for name in ("legend:hit", "legend:backlog"):  # their only entries are events
-        bokeh[name] = {"visible": bool(ev)}
 
 
 def _histogram(ttfts: list[float]) -> dict:
