@@ -187,7 +187,9 @@ async function onMessage(event) {
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
   } else if (msg.type === "error") {
     inFlight = null;
-    setState("error", `The simulator stopped: ${msg.message}`);
+    setState("error", msg.phase === "boot"
+      ? `The simulator could not start (${msg.message}). The numbers shown are the default setup's; reload to try again.`
+      : `The simulator stopped: ${msg.message}`);
     console.error("prefix-lab worker:", msg.message);
   }
 }

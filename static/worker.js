@@ -21,7 +21,7 @@ async function boot(wheelUrl) {
 self.onmessage = async (event) => {
   const msg = event.data;
   if (msg.type === "boot") {
-    booting ??= boot(msg.wheel).catch((err) => postMessage({ type: "error", message: String(err.message ?? err) }));
+    booting ??= boot(msg.wheel).catch((err) => postMessage({ type: "error", phase: "boot", message: String(err.message ?? err) }));
     return;
   }
   if (msg.type !== "view") return;

@@ -158,3 +158,16 @@ def test_embed_page_reports_its_height_and_follows_the_url(guarded, server):
     values = {el.get_attribute("data-metric"): el.get_attribute("data-value")
               for el in embedded.locator("[data-metric]").all()}
     assert values == expected_metrics("router.kind=round_robin")
+
+
+def test_a_simulator_that_cannot_start_says_so_and_leaves_the_numbers(browser, server):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.route("**/wheels/*", lambda route: route.abort())  # as if the wheel were missing
+        page.goto(server["url"])
+        page.wait_for_function("document.documentElement.dataset.lab === 'error'", timeout=60_000)
+        assert page.locator("#status").inner_text().startswith("The simulator could not start")
+        assert metrics(page) == expected_metrics()  # the built-in default numbers stay on screen
+    finally:
+        context.close()
