@@ -99,6 +99,8 @@ def build_site(out: Path) -> Path:
     pyodide = pyodide_dir()
     if not STATIC.is_dir():
         raise BuildError(f"static files not found at {STATIC}: build from a clone of the project")
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"{out} is a file; choose a folder for --out")
     if out.exists():
         if not (out / "build.json").exists() and any(out.iterdir()):
             raise BuildError(f"{out} exists and is not a prefix-lab site; choose another --out or empty it")

@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from urllib.parse import urlparse
 
 import pytest
@@ -107,6 +106,22 @@ def test_build_refuses_to_overwrite_a_folder_that_is_not_a_site(tmp_path, capsys
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_build_into_a_file_is_refused(tmp_path, capsys):
+    target = tmp_path / "site"
+    target.write_text("not a folder")
+    assert main(["build", "--out", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+def test_a_missing_pyodide_is_named_with_the_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PREFIX_LAB_PYODIDE", raising=False)
+    assert main(["build", "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run 'npm ci'" in err
+
+
 def test_serve_rejects_a_bad_port_in_one_line(capsys, tmp_path):
     assert main(["serve", "--dir", str(tmp_path / "s"), "--port", "70000"]) == 2
     err = capsys.readouterr().err
@@ -124,16 +139,10 @@ def test_a_copied_site_works_from_any_static_server(server, guarded, tmp_path):
     copy = tmp_path / "copied-site"
     shutil.copytree(server["site"], copy)
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                             "--directory", str(copy)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(copy)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)  # waiting for a server socket to open, not for the page
+        assert "Serving HTTP" in proc.stdout.readline()  # printed once it listens
         context, guard, watch = guarded
         guard.origin = f"http://127.0.0.1:{port}"
         page = watch(context.new_page())
