@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import panel as pn
-from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .view import CONTROLS, EVENT_INPUTS, SPILL_OFF, Control
@@ -117,7 +117,9 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
                fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
         f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
         f.y_range.start = 0
-        f.xaxis.ticker = LogTicker(mantissas=[1, 3], desired_num_ticks=6)
+        # 1-2-5 steps read well on a log axis; Bokeh's default crowds the upper decades.
+        f.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(0, 6) for m in (1, 2, 5)],
+                                     minor_ticks=[m * 10 ** e for e in range(0, 6) for m in range(1, 10)])
         out.append(f)
     return out
 
