@@ -22,6 +22,7 @@ const queue = [];  // requests waiting for the worker
 let applying = false;  // true while patches are written: widget callbacks must not echo them back
 const written = new Map();  // control name -> the props last written into it (late echoes are ignored)
 let nextId = 1;
+let epoch = 0;  // bumped when the person edits the URL: answers computed before that are stale
 
 function setState(state, text) {
   root.dataset.lab = state;
@@ -139,6 +140,7 @@ let progress = loadProgress();
 function pump() {
   if (!workerReady || inFlight || queue.length === 0) return;
   inFlight = queue.shift();
+  inFlight.epoch = epoch;
   inFlight.request.hash = hash;
   inFlight.request.progress = progress;
   inFlight.sent = performance.now();
@@ -166,6 +168,10 @@ async function onMessage(event) {
   } else if (msg.type === "view") {
     const done = inFlight;
     inFlight = null;
+    if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
+      pump();
+      return;
+    }
     await whenBokehReady();
     hash = msg.view.hash;
     if (msg.view.progress && JSON.stringify(msg.view.progress) !== JSON.stringify(progress)) {
@@ -237,6 +243,8 @@ window.addEventListener("hashchange", () => {
   const next = location.hash.slice(1);
   if (next !== hash) {
     hash = next;
+    epoch += 1;
+    queue.length = 0;  // changes made against the old state no longer apply
     enqueue({});
   }
 });

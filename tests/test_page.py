@@ -171,3 +171,14 @@ def test_a_simulator_that_cannot_start_says_so_and_leaves_the_numbers(browser, s
         assert metrics(page) == expected_metrics()  # the built-in default numbers stay on screen
     finally:
         context.close()
+
+
+def test_a_url_edited_while_the_simulator_is_busy_wins(page, server):
+    open_lab(page, server)
+    page.evaluate("""() => {
+        window.prefixLab.changed('ctl:fleet.replicas', 7, 'value');  // in flight...
+        location.hash = 'router.kind=round_robin';                   // ...when the URL is edited
+    }""")
+    wait_ready_with(page, "location.hash === '#router.kind=round_robin'")
+    assert metrics(page) == expected_metrics("router.kind=round_robin")
+    assert slider(page, "Replicas").get_attribute("aria-valuenow") == "4.0"
