@@ -186,15 +186,15 @@ def _write_pages(out: Path, wheel: str) -> None:
     from .view import METRICS, render
 
     view = render(Scenario())
-    headline = [(key, label, view["patches"]["dom"][f'[data-metric="{key}"]']["text"],
-                 view["patches"]["dom"][f'[data-metric="{key}"]']["attrs"]["data-value"])
+    dom = view["patches"]["dom"]
+    headline = [(key, label, dom[f'[data-metric="{key}"]']["text"], dom[f'[data-metric="{key}"]']["attrs"]["data-value"])
                 for key, label, _ in METRICS]
     variables = {
         "headline": headline,
         "notices": "",
-        "events": view["patches"]["dom"]["#events-list"]["html"],
-        "readout": view["patches"]["dom"]["#readout"]["text"],
-        "missions": view["patches"]["dom"]["#missions"]["html"],
+        "events": dom["#events-list"]["html"],
+        "readout": dom["#readout"]["text"],
+        "missions": dom["#missions"]["html"],
     }
     cdn = f"https://cdn.holoviz.org/panel/{panel.__version__}/dist/"
     for filename, make in (("index.html", lab_page), ("embed.html", embed_page)):

@@ -81,8 +81,8 @@ def apply_action(action: dict, scenario: Scenario, page: dict, progress: dict[st
 
 
 def mission_patches(scenario: Scenario, result: Result, page: dict, progress: dict[str, int],
-                    notices: list[str], bokeh: dict, dom: dict) -> dict[str, int]:
-    """Write the missions panel; return the progress with this setup's stars counted."""
+                    notices: list[str], bokeh: dict, dom: dict) -> tuple[dict[str, int], Mission | None]:
+    """Write the missions panel; return the progress with this setup's stars counted, and the active mission."""
     mission = current(page, progress, notices)
     detail = '<p class="hint">Pick a mission to get a broken setup to fix, or keep exploring in free play.</p>'
     if mission is not None:
@@ -119,7 +119,7 @@ def mission_patches(scenario: Scenario, result: Result, page: dict, progress: di
         '<button type="button" class="reset" data-action="reset_progress">Reset progress</button></div>'
         f'<ol class="mission-list">{"".join(items)}{free}</ol>'
         f'<div class="mission-detail">{detail}</div>')}
-    return progress
+    return progress, mission
 
 
 def _detail(mission: Mission, verdict: Any) -> str:

@@ -65,15 +65,14 @@ def read_hash(text: str, base: Scenario | None = None) -> HashState:
 
 def _with_events(scenario: Scenario, text: str, notices: list[str]) -> Scenario:
     """Add the events of `text` one by one, dropping those that do not parse or fit."""
-    kept: list[dict] = []
+    kept: list = []  # Event values: with_values takes them as they are
     for part in filter(None, (p.strip() for p in text.split(","))):
         try:
             candidate = scenario.with_values({"events": [*kept, *parse_events(part)]})
         except ScenarioError as exc:
             notices.append(f"Ignored event '{_clip(part)}': {_reason(exc)}")
             continue
-        kept = [{"kind": e.kind, "at_s": e.at_s, "duration_s": e.duration_s, "factor": e.factor}
-                for e in candidate.events]
+        kept = list(candidate.events)
     return scenario.with_values({"events": kept})
 
 

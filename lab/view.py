@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from missions import find_mission
 from model import Result, Scenario, ScenarioError, simulate
 from model.config import ROUTER_KINDS
 
@@ -126,7 +125,7 @@ def _within_budget(scenario: Scenario, notices: list[str]) -> Scenario:
                    "(prefix-lab run) runs setups of any size.")
     return scenario.with_values({"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
                                  "traffic.turns_mean": default.traffic.turns_mean,
-                                 "events": [e for e in scenario.to_dict()["events"] if e["at_s"] < default.duration_s]})
+                                 "events": [e for e in scenario.events if e.at_s < default.duration_s]})
 
 
 def render(scenario: Scenario, page: dict | None = None, notices: list[str] | None = None,
@@ -138,12 +137,11 @@ def render(scenario: Scenario, page: dict | None = None, notices: list[str] | No
     bokeh: dict[str, dict] = {}
     dom: dict[str, dict] = {}
     _controls_patch(scenario, bokeh)
-    progress = mission_patches(scenario, result, page, progress or {}, notices, bokeh, dom)
+    progress, mission = mission_patches(scenario, result, page, progress or {}, notices, bokeh, dom)
     _charts_patch(scenario, result, bokeh)
     summary = _summary(result)
     for key, _, fmt in METRICS:
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(summary[key]), "attrs": {"data-value": _num(summary[key])}}
-    mission = find_mission(page.get("mission", ""))  # still set only if chosen and unlocked
     dom["#events-list"] = {"html": _events_html(scenario, removable=mission is None or "events" in mission.controls)}
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     dom["#readout"] = {"text": _readout(scenario, result)}
@@ -181,7 +179,7 @@ def _apply_controls(scenario: Scenario, controls: dict, notices: list[str]) -> S
 
 def _apply_action(scenario: Scenario, action: dict, notices: list[str]) -> Scenario:
     kind = action.get("type")
-    events = [e for e in scenario.events]
+    events: list[Any] = list(scenario.events)  # Event values; with_values takes them as they are
     if kind == "add_event":
         event_kind = action.get("kind")
         inputs = action.get("inputs") or {}
@@ -194,7 +192,7 @@ def _apply_action(scenario: Scenario, action: dict, notices: list[str]) -> Scena
         if event_kind == "burst":
             new["factor"] = factor
         try:
-            return scenario.with_values({"events": [_event_dict(e) for e in events] + [new]})
+            return scenario.with_values({"events": [*events, new]})
         except ScenarioError as exc:
             notices.append(f"Could not add that event: {exc}")
             return scenario
@@ -202,15 +200,11 @@ def _apply_action(scenario: Scenario, action: dict, notices: list[str]) -> Scena
         index = action.get("index")
         if isinstance(index, int) and 0 <= index < len(events):
             del events[index]
-        return scenario.with_values({"events": [_event_dict(e) for e in events]})
+        return scenario.with_values({"events": events})
     if kind == "clear_events":
         return scenario.with_values({"events": []})
     notices.append(f"Unknown action {str(kind)[:40]!r} ignored.")
     return scenario
-
-
-def _event_dict(e: Any) -> dict:
-    return {"kind": e.kind, "at_s": e.at_s, "duration_s": e.duration_s, "factor": e.factor}
 
 
 def _number(value: Any, default: float) -> float:

@@ -2,9 +2,10 @@
 
 Prefill time = `overhead_ms` + tokens its tree does not hold / prefill speed.
 A routed request locks the prefix it matched, so that prefix stays while the
-request waits; when the request starts, the replica matches again (earlier
-requests may have added to the tree meanwhile) and locks that. When prefill
-ends, the replica caches the prompt and its answer and releases the lock.
+request waits; when the request starts, the replica matches again if its tree
+changed meanwhile (earlier requests may have added to it) and locks that.
+When prefill ends, the replica caches the prompt and its answer below the
+locked node (no second walk) and releases the lock.
 With the cache off, nothing matches and nothing is cached.
 
 `backlog(now)` is the router's view of load: seconds of work queued and

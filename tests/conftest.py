@@ -6,7 +6,6 @@ or a same-origin 404. Tests wait on the page's own state
 (`document.documentElement.dataset.lab`), never on sleeps.
 """
 
-import os
 import re
 import subprocess
 import sys
@@ -112,6 +111,7 @@ def wait_ready_with(page, condition):
 
 
 def metrics(page):
+    """Headline data-values by metric, from a page or a frame."""
     return {el.get_attribute("data-metric"): el.get_attribute("data-value")
             for el in page.locator("[data-metric]").all()}
 
@@ -123,7 +123,7 @@ def cli_json(*sets):
     argv = [sys.executable, "-m", "lab", "run", "--json"]
     for s in sets:
         argv += ["--set", s]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, env={**os.environ}).stdout
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 

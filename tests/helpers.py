@@ -1,5 +1,7 @@
 """Small builders shared by the tests."""
 
+import json
+
 from model.replica import Replica
 from model.traffic import Request
 
@@ -19,3 +21,8 @@ def fleet(n, capacity=10_000, cache=True, overhead_s=0.015, tokens_per_s=10_000.
 def busy(replica, seconds, now=0.0):
     """Make `replica` look `seconds` busy at `now`."""
     replica.busy_until = now + seconds
+
+
+def canonical(result):
+    """A result as one string: its JSON and every request record, byte for byte."""
+    return json.dumps(result.to_dict(), sort_keys=True) + "".join(json.dumps(r.to_dict()) for r in result.records)

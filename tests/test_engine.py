@@ -5,6 +5,7 @@ import json
 from collections import defaultdict
 
 import pytest
+from helpers import canonical
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -139,10 +140,6 @@ def test_trees_stay_within_capacity_and_end_unlocked(text):
 
 
 # -- determinism -----------------------------------------------------------
-
-def canonical(result):
-    return json.dumps(result.to_dict(), sort_keys=True) + "".join(json.dumps(r.to_dict()) for r in result.records)
-
 
 def test_same_scenario_same_bytes():
     s = Scenario().with_text({"router.kind": "cache_aware", "events": "burst@100+30x3,timestamp@150"})

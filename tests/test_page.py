@@ -149,15 +149,11 @@ def test_embed_page_reports_its_height_and_follows_the_url(guarded, server):
     host.wait_for_function("window.heights.length > 0", timeout=30_000)
     embedded = next(f for f in host.frames if f.url.startswith(server["url"] + "embed.html"))
     embedded.wait_for_function(READY, timeout=60_000)
-    values = {el.get_attribute("data-metric"): el.get_attribute("data-value")
-              for el in embedded.locator("[data-metric]").all()}
-    assert values == expected_metrics("router.kind=cache_aware")
+    assert metrics(embedded) == expected_metrics("router.kind=cache_aware")
     assert max(host.evaluate("window.heights")) > 300
     frame.locator("select").select_option(label="Round robin")
     embedded.wait_for_function(f"({READY}) && location.hash.includes('round_robin')", timeout=30_000)
-    values = {el.get_attribute("data-metric"): el.get_attribute("data-value")
-              for el in embedded.locator("[data-metric]").all()}
-    assert values == expected_metrics("router.kind=round_robin")
+    assert metrics(embedded) == expected_metrics("router.kind=round_robin")
 
 
 def test_a_simulator_that_cannot_start_says_so_and_leaves_the_numbers(browser, server):

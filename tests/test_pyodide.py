@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from helpers import canonical
+
 from lab.build import _write_wheel, pyodide_dir
 from lab.view import handle
 from model import Scenario, simulate
@@ -17,10 +19,6 @@ SCENARIOS = [
     {"router.kind": "random", "seed": "42", "dynamic_text": "bottom", "fleet.memory_gb": "0.5"},
     {"router.kind": "consistent_hash", "events": "surge@30+120", "traffic.session_rate": "4", "duration_s": "200"},
 ]
-
-
-def canonical(result):
-    return json.dumps(result.to_dict(), sort_keys=True) + "".join(json.dumps(r.to_dict()) for r in result.records)
 
 
 def test_cpython_and_pyodide_agree_to_the_byte(tmp_path):
