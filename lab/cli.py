@@ -86,14 +86,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _keys(args: argparse.Namespace) -> int:
-    from model.config import describe
+    from model import describe
 
     rows = describe()
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for row in rows:
-            print(f"{row['key']:28s} {row['default']:>14s}  {row['allowed']:<34s} {row['meaning']}")
+            page = f"page {row['page']}" if row["page"] else ""
+            print(f"{row['key']:28s} {row['default']:>14s}  {row['allowed']:<34s} {page:<26s} {row['meaning']}")
     return 0
 
 

@@ -14,8 +14,7 @@ Values are percent-encoded, except for the characters event lists use
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from model import KEYS, Scenario, ScenarioError
-from model.config import format_text, parse_events
+from model import KEYS, Scenario, ScenarioError, format_text, parse_events
 
 __all__ = ["PAGE_KEYS", "HashState", "read_hash", "write_hash"]
 

@@ -18,8 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from model import Result, Scenario, ScenarioError, simulate
-from model.config import ROUTER_KINDS
+from model import ROUTERS, Result, Scenario, ScenarioError, simulate
 
 from .missionview import ACTIONS as MISSION_ACTIONS
 from .missionview import apply_action as apply_mission_action
@@ -47,14 +46,11 @@ class Control:
         return "ctl:" + self.key
 
 
-ROUTER_LABELS = {"round_robin": "Round robin", "random": "Random", "least_loaded": "Least loaded",
-                 "consistent_hash": "Consistent hash", "cache_aware": "Cache-aware"}
-
 CONTROLS = (
     Control("fleet.cache", "Prefix cache", "active"),
     Control("fleet.memory_gb", "Prefix memory per replica (GB)", "value", start=0.25, end=16, step=0.25),
     Control("fleet.replicas", "Replicas", "value", start=1, end=16, step=1),
-    Control("router.kind", "Router", "value", options=ROUTER_KINDS, labels=tuple(ROUTER_LABELS[k] for k in ROUTER_KINDS)),
+    Control("router.kind", "Router", "value", options=tuple(ROUTERS), labels=tuple(r.label for r in ROUTERS.values())),
     Control("router.spill_threshold_s", "Spill threshold (s of backlog)", "value", start=0, end=5, step=0.1),
     Control("dynamic_text", "Dynamic text in the prompt", "active", options=("none", "top", "bottom"),
             labels=("None", "Top", "Bottom")),

@@ -3,16 +3,34 @@
 `simulate(Scenario())` runs the lab's default scenario. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
+
+Other packages import from here only: these names are the model's public surface.
 """
 
-from .config import KEYS, Event, Fleet, Router, Scenario, ScenarioError, Traffic
-from .engine import simulate
-from .metrics import ReplicaStats, RequestRecord, Result, Series
+from .config import (
+    KEYS,
+    Event,
+    Fleet,
+    Routing,
+    Scenario,
+    ScenarioError,
+    Spec,
+    Traffic,
+    describe,
+    format_text,
+    parse_events,
+    spec_of,
+)
+from .engine import Run, simulate
+from .metrics import ReplicaStats, RequestRecord, Result, Series, percentile
 from .radix import RadixTree
-from .routers import ROUTERS
+from .replica import Replica
+from .rng import stream
+from .routers import ROUTERS, View
 from .traffic import Request, generate
 
 __all__ = [
-    "KEYS", "ROUTERS", "Event", "Fleet", "RadixTree", "ReplicaStats", "Request", "RequestRecord",
-    "Result", "Router", "Scenario", "ScenarioError", "Series", "Traffic", "generate", "simulate",
+    "KEYS", "ROUTERS", "Event", "Fleet", "RadixTree", "Replica", "ReplicaStats", "Request", "RequestRecord", "Result",
+    "Routing", "Run", "Scenario", "ScenarioError", "Series", "Spec", "Traffic", "View", "describe", "format_text",
+    "generate", "parse_events", "percentile", "simulate", "spec_of", "stream",
 ]

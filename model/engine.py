@@ -6,67 +6,98 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
+from collections.abc import Sequence
+
 from .config import TOKENS_PER_GB, Scenario
 from .loop import EventLoop
 from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
 from .replica import Replica, Served
-from .routers import make_router
+from .routers import View, make_router
 from .traffic import Request, generate
 
-__all__ = ["simulate"]
+__all__ = ["FINISH", "ARRIVE", "SAMPLE", "Run", "simulate"]
 
-_FINISH, _ARRIVE, _SAMPLE = 0, 1, 2
+FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
 
 
-def simulate(scenario: Scenario) -> Result:
-    """Simulate `scenario` from its seed; same scenario, same result, to the bit."""
-    fleet = scenario.fleet
-    replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
-                        fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
-    router = make_router(scenario)
-    loop = EventLoop()
-    served: list[Served] = []
-    bin_s = scenario.duration_s / BINS
-    backlog: list[list[float]] = [[] for _ in replicas]
+def simulate(scenario: Scenario, requests: Sequence[Request] | None = None) -> Result:
+    """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
-    def start(replica: Replica) -> None:
-        replica.start_next(loop.now)
-        loop.at(replica.busy_until, _FINISH, finish, replica)
+    `requests` come from a request source; by default the scenario's own
+    synthetic chat traffic (`traffic.generate`).
+    """
+    return Run(scenario, requests).finish()
 
-    def finish(replica: Replica) -> None:
-        served.append(replica.finish())
+
+class Run:
+    """One scenario in progress: its replicas, router, event loop and what has been served.
+
+    `step()` runs one event, so tests can look at the fleet between events;
+    `finish()` runs the rest and measures.
+    """
+
+    __slots__ = ("scenario", "requests", "replicas", "router", "loop", "served", "bin_s", "backlog")
+
+    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None) -> None:
+        fleet = scenario.fleet
+        self.scenario = scenario
+        self.requests = generate(scenario) if requests is None else requests
+        self.replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
+                                 fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
+        self.router = make_router(scenario)
+        self.loop = EventLoop()
+        self.served: list[Served] = []
+        self.bin_s = scenario.duration_s / BINS
+        self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
+        if self.requests:
+            self.loop.at(self.requests[0].arrival_s, ARRIVE, self._arrive, 0)
+        self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
+
+    def step(self) -> bool:
+        """Run the next event; False once none is left."""
+        if not len(self.loop):
+            return False
+        self.loop.step()
+        return True
+
+    def finish(self) -> Result:
+        """Run every event left and measure the run."""
+        self.loop.run()
+        return _measure(self.scenario, self.requests, self.served, self.replicas, self.backlog, self.bin_s)
+
+    def _start(self, replica: Replica) -> None:
+        replica.start_next(self.loop.now)
+        self.loop.at(replica.busy_until, FINISH, self._finish, replica)
+
+    def _finish(self, replica: Replica) -> None:
+        self.served.append(replica.finish())
         if replica.queue:
-            start(replica)
+            self._start(replica)
 
-    def arrive(n: int) -> None:
+    def _arrive(self, n: int) -> None:
+        requests, replicas, loop = self.requests, self.replicas, self.loop
         request = requests[n]
         if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
-            loop.at(requests[n + 1].arrival_s, _ARRIVE, arrive, n + 1)
-        index = router.choose(request, replicas, loop.now)
+            loop.at(requests[n + 1].arrival_s, ARRIVE, self._arrive, n + 1)
+        view = View(request, replicas, loop.now)
+        index = self.router.choose(view)
         if not 0 <= index < len(replicas):
-            raise RuntimeError(f"router {scenario.router.kind} chose replica {index} of {len(replicas)}")
+            raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
         replica = replicas[index]
         ticket = replica.enqueue(request)
-        if fleet.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
-            ticket.held_elsewhere = max((r.match_tokens(request) for r in replicas if r is not replica), default=0)
+        if replica.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
+            ticket.held_elsewhere = max((view.matched(i) for i in range(len(replicas)) if i != index), default=0)
         if replica.running is None:
-            start(replica)
+            self._start(replica)
 
-    def sample(b: int) -> None:
-        for r in replicas:
-            backlog[r.index].append(round(r.backlog(loop.now), 4))
+    def _sample(self, b: int) -> None:
+        for r in self.replicas:
+            self.backlog[r.index].append(round(r.backlog(self.loop.now), 4))
         if b < BINS:
-            loop.at((b + 1) * bin_s, _SAMPLE, sample, b + 1)
-
-    requests = generate(scenario)
-    if requests:
-        loop.at(requests[0].arrival_s, _ARRIVE, arrive, 0)
-    loop.at(bin_s, _SAMPLE, sample, 1)
-    loop.run()
-    return _measure(scenario, requests, served, replicas, backlog, bin_s)
+            self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
-def _measure(scenario: Scenario, requests: list[Request], served: list[Served],
+def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Served],
              replicas: list[Replica], backlog: list[list[float]], bin_s: float) -> Result:
     if len(served) != len(requests):
         raise RuntimeError(f"served {len(served)} of {len(requests)} requests")

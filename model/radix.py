@@ -42,7 +42,7 @@ class Node:
 class RadixTree:
     """Prefix cache of one replica, holding at most `capacity` tokens."""
 
-    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "_clock", "_heap", "_nodes", "_seq", "version")
+    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "_clock", "_heap", "_nodes", "_seq")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 0:
@@ -56,7 +56,6 @@ class RadixTree:
         self._heap: list[tuple[int, int, Node]] = []  # (stamp, seq, node) of unlocked leaves, lazily pruned
         self._nodes = 0
         self._seq = itertools.count()  # orders heap entries without comparing nodes
-        self.version = 0  # bumped whenever tokens are added or evicted: a match may change
 
     @property
     def evictable_tokens(self) -> int:
@@ -65,28 +64,14 @@ class RadixTree:
     # -- look-ups ---------------------------------------------------------
     def peek(self, keys: Sequence[Hashable]) -> int:
         """Tokens of the longest cached prefix of `keys`; changes nothing."""
-        node, i, matched, n = self.root, 0, 0, len(keys)
-        while i < n:
-            child = node.children.get(keys[i])
-            if child is None:
-                break
-            ck = child.keys
-            j, m = 1, min(len(ck), n - i)
-            while j < m and ck[j] == keys[i + j]:
-                j += 1
-            if j < len(ck):
-                return matched + sum(child.sizes[:j])
-            matched += child.tokens
-            node, i = child, i + j
-        return matched
-
-    def match(self, keys: Sequence[Hashable]) -> tuple[Node, int]:
-        """The node ending the longest cached prefix and its tokens; touches the path."""
-        node, _, matched = self._walk(keys)
-        return node, matched
+        _, _, matched, part, j = self._descend(keys)
+        return matched + sum(part.sizes[:j]) if part is not None else matched
 
     def find(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
-        """`match`, with the number of keys matched as well: (node, keys, tokens)."""
+        """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
+
+        A partly matched edge is split, so the node ends exactly at the match.
+        """
         return self._walk(keys)
 
     def insert(self, keys: Sequence[Hashable], sizes: Sequence[int]) -> tuple[Node, int]:
@@ -97,18 +82,6 @@ class RadixTree:
         """
         node, i, _ = self._walk(keys)
         return self._attach(node, keys, sizes, i)
-
-    def extend(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], start: int) -> tuple[Node, int]:
-        """`insert`, for a caller that holds `node` locked since `find(keys)` returned it with `start` keys.
-
-        A lock keeps the node in the tree, and its run still ends at `keys[:start]`
-        whatever splits happened above it, so the rest can hang from it without a
-        second walk. If another request cached the same continuation meanwhile,
-        this falls back to a plain insert.
-        """
-        if start < len(keys) and keys[start] in node.children:
-            return self.insert(keys, sizes)
-        return self._attach(node, keys, sizes, start)
 
     def _attach(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], i: int) -> tuple[Node, int]:
         """Hang `keys[i:]` below `node` (which ends at `keys[:i]`), as much as fits."""
@@ -131,7 +104,6 @@ class RadixTree:
         leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), self._clock)
         node.children[keys[i]] = leaf
         self.total_tokens += added
-        self.version += 1
         self._nodes += 1
         self._push(leaf)
         return leaf, added
@@ -171,20 +143,17 @@ class RadixTree:
             self.total_tokens -= node.tokens
             self._nodes -= 1
             freed += node.tokens
-            self.version += 1
             if parent is not self.root and not parent.children and not parent.lock_ref:  # type: ignore[union-attr]
                 self._push(parent)  # type: ignore[arg-type]
         return freed
 
     # -- internals --------------------------------------------------------
-    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
-        """Follow `keys` from the root, splitting a partly matched edge; touch the path.
+    def _descend(self, keys: Sequence[Hashable]) -> tuple[Node, int, int, Node | None, int]:
+        """Follow `keys` from the root, changing nothing: the one descent every look-up uses.
 
-        Returns (last node, keys matched, tokens matched); the node ends exactly
-        at the matched prefix.
+        Returns (last wholly matched node, keys matched to it, tokens matched to
+        it, the child matched only partway or None, keys matched inside it).
         """
-        self._clock += 1
-        stamp = self._clock
         node, i, matched, n = self.root, 0, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
@@ -195,10 +164,27 @@ class RadixTree:
             while j < m and ck[j] == keys[i + j]:
                 j += 1
             if j < len(ck):
-                child = self._split(child, j)
-            child.stamp = stamp
+                return node, i, matched, child, j
             matched += child.tokens
             node, i = child, i + j
+        return node, i, matched, None, 0
+
+    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """`_descend`, then split a partly matched edge and touch the path.
+
+        Returns (last node, keys matched, tokens matched); the node ends exactly
+        at the matched prefix.
+        """
+        self._clock += 1
+        stamp = self._clock
+        node, i, matched, part, j = self._descend(keys)
+        if part is not None:
+            node = self._split(part, j)
+            i, matched = i + j, matched + node.tokens
+        touched = node
+        while touched is not self.root:
+            touched.stamp = stamp
+            touched = touched.parent  # type: ignore[assignment]
         if node is not self.root and not node.children and not node.lock_ref:
             self._push(node)  # its stamp changed: re-file it in LRU order
         return node, i, matched

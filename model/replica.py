@@ -2,11 +2,11 @@
 
 Prefill time = `overhead_ms` + tokens its tree does not hold / prefill speed.
 A routed request locks the prefix it matched, so that prefix stays while the
-request waits; when the request starts, the replica matches again if its tree
-changed meanwhile (earlier requests may have added to it) and locks that.
-When prefill ends, the replica caches the prompt and its answer below the
-locked node (no second walk) and releases the lock.
-With the cache off, nothing matches and nothing is cached.
+request waits. A request that waited starts right after the one before it
+finished and cached its prompt, so the replica matches it again then and
+moves the lock; one that starts as it is routed keeps the match it has.
+When prefill ends, the replica caches the prompt and its answer and releases
+the lock. With the cache off, nothing matches and nothing is cached.
 
 `backlog(now)` is the router's view of load: seconds of work queued and
 running, with queued work estimated from the match at routing time.
@@ -23,11 +23,11 @@ __all__ = ["Replica", "Served"]
 class Served:
     """What happened to one request on its replica (filled in as it goes)."""
 
-    __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s",
-                 "cached_tokens", "cached_keys", "held_elsewhere", "version")
+    __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s", "cached_tokens", "held_elsewhere",
+                 "waited")
 
-    def __init__(self, request: Request, replica: int, lock: Node | None, matched_keys: int, matched: int,
-                 estimate_s: float, version: int) -> None:
+    def __init__(self, request: Request, replica: int, lock: Node | None, matched: int, estimate_s: float,
+                 waited: bool) -> None:
         self.request = request
         self.replica = replica
         self.lock = lock  # node locked for this request, None with the cache off
@@ -35,16 +35,15 @@ class Served:
         self.start_s = 0.0
         self.prefill_s = 0.0
         self.cached_tokens = matched  # at routing; matched again when prefill starts
-        self.cached_keys = matched_keys  # prompt segments `lock` covers
         self.held_elsewhere = 0  # most tokens another replica held at routing (set by the engine)
-        self.version = version  # the tree's version when `lock` was matched
+        self.waited = waited  # queued behind another request: its tree will have changed by its start
 
 
 class Replica:
     """A replica's queue, cache and running totals."""
 
     __slots__ = ("index", "tree", "cache", "overhead_s", "tokens_per_s", "queue", "running",
-                 "busy_until", "queued_work_s", "busy_s", "last_routed", "_peek_id", "_peek_tokens")
+                 "busy_until", "queued_work_s", "busy_s", "last_routed")
 
     def __init__(self, index: int, capacity_tokens: int, cache: bool, overhead_s: float,
                  tokens_per_s: float) -> None:
@@ -59,16 +58,6 @@ class Replica:
         self.queued_work_s = 0.0  # sum of estimate_s over the queue
         self.busy_s = 0.0
         self.last_routed = -1  # id of the last request routed here (for tie-breaks)
-        self._peek_id = -1  # the request whose match is memoised below
-        self._peek_tokens = 0
-
-    def match_tokens(self, request: Request) -> int:
-        """Tokens of `request`'s prompt this replica's tree holds now (memoised per request)."""
-        if not self.cache:
-            return 0
-        if self._peek_id != request.id:
-            self._peek_id, self._peek_tokens = request.id, self.tree.peek(request.keys)
-        return self._peek_tokens
 
     def backlog(self, now: float) -> float:
         """Seconds of work ahead of a request routed here now."""
@@ -80,12 +69,12 @@ class Replica:
     def enqueue(self, request: Request) -> Served:
         """Accept a routed request: lock its cached prefix and queue it."""
         self.last_routed = request.id
-        lock, matched_keys, matched = None, 0, 0
+        lock, matched = None, 0
         if self.cache:
-            lock, matched_keys, matched = self.tree.find(request.keys)
+            lock, _, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        served = Served(request, self.index, lock, matched_keys, matched, self.prefill_s(request.prompt_tokens - matched),
-                        self.tree.version)
+        served = Served(request, self.index, lock, matched, self.prefill_s(request.prompt_tokens - matched),
+                        self.running is not None)
         self.queue.append(served)
         self.queued_work_s += served.estimate_s
         return served
@@ -96,9 +85,9 @@ class Replica:
         self.queued_work_s -= served.estimate_s
         if not self.queue:
             self.queued_work_s = 0.0  # no float residue on an empty queue
-        if self.cache and served.version != self.tree.version:  # the tree changed while it waited: match again
+        if self.cache and served.waited:  # the tree grew while it waited: match again, move the lock
             old = served.lock
-            served.lock, served.cached_keys, served.cached_tokens = self.tree.find(served.request.keys)
+            served.lock, _, served.cached_tokens = self.tree.find(served.request.keys)
             self.tree.lock(served.lock)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
@@ -115,8 +104,7 @@ class Replica:
         self.running = None
         if self.cache:
             r = served.request
-            self.tree.extend(served.lock, r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,),  # type: ignore[arg-type]
-                             served.cached_keys)
+            self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
             self.tree.unlock(served.lock)  # type: ignore[arg-type]
             served.lock = None
         return served

@@ -21,14 +21,14 @@ on when it arrives: a burst moves arrivals, not what is said.
 """
 
 import math
-import random
 from bisect import bisect_left
 from itertools import accumulate
 from typing import NamedTuple
 
 from .config import Scenario, Traffic
+from .rng import stream
 
-__all__ = ["Request", "generate", "stream"]
+__all__ = ["Request", "generate"]
 
 
 class Request(NamedTuple):
@@ -50,11 +50,7 @@ class Request(NamedTuple):
     answer_key: tuple  # the segment the answer adds after the prompt
     prompt_tokens: int  # sum(sizes)
     cacheable_tokens: int  # tokens before the first segment new in this request: no tree can hold more
-
-
-def stream(seed: int, purpose: str) -> random.Random:
-    """An independent random stream for one purpose of one seed."""
-    return random.Random(f"prefix-lab/{seed}/{purpose}")
+    affinity: str  # what affinity routers (consistent hashing) hash: for chat, the system prompt
 
 
 def generate(scenario: Scenario) -> list[Request]:
@@ -117,7 +113,7 @@ def generate(scenario: Scenario) -> list[Request]:
         prompt_tokens = t.system_tokens + past_tokens + user + (t.dynamic_tokens if mode != "none" else 0)
         history[session] = (past_keys + (user_key, answer_key), past_sizes + (user, answer), past_tokens + user + answer)
         requests.append(Request(rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key,
-                                prompt_tokens, cacheable))
+                                prompt_tokens, cacheable, f"prompt/{prompt}"))
     return requests
 
 

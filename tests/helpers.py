@@ -11,7 +11,7 @@ def request(rid, keys, sizes=None, system_prompt=0, arrival_s=0.0, session=0, tu
     keys = tuple(keys)
     sizes = tuple(sizes) if sizes is not None else (100,) * len(keys)
     return Request(rid, arrival_s, session, turn, system_prompt, keys, sizes, sizes[-1], 10,
-                   ("answer", rid), sum(sizes), sum(sizes) - sizes[-1])
+                   ("answer", rid), sum(sizes), sum(sizes) - sizes[-1], f"prompt/{system_prompt}")
 
 
 def fleet(n, capacity=10_000, cache=True, overhead_s=0.015, tokens_per_s=10_000.0):

@@ -85,6 +85,7 @@ def test_keys_lists_every_scenario_key_with_default_and_range(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["key"] for r in rows] == list(KEYS)
     replicas = next(r for r in rows if r["key"] == "fleet.replicas")
-    assert replicas == {"key": "fleet.replicas", "default": "4", "allowed": "1 to 64", "meaning": "number of replicas"}
+    assert replicas == {"key": "fleet.replicas", "default": "4", "allowed": "1 to 64", "page": "1 to 16, step 1",
+                        "meaning": "number of replicas"}
     assert next(r for r in rows if r["key"] == "router.kind")["allowed"].startswith("round_robin | random")
     assert main(["keys"]) == 0 and "fleet.cache" in capsys.readouterr().out

@@ -5,11 +5,11 @@ import json
 from collections import defaultdict
 
 import pytest
-from helpers import canonical
+from helpers import canonical, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import ROUTERS, Scenario, generate, simulate
+from model import ROUTERS, Run, Scenario, generate, simulate
 from model.metrics import percentile
 
 
@@ -114,29 +114,32 @@ def test_every_request_is_served_once_first_come_first_served(text):
 @settings(max_examples=25, deadline=None)
 @given(SCENARIOS)
 def test_trees_stay_within_capacity_and_end_unlocked(text):
-    from unittest import mock
-
-    import model.engine as engine
-
-    replicas, checks = [], []
-    make, finish = engine.Replica.__init__, engine.Replica.finish
-
-    def init(self, *args):
-        make(self, *args)
-        replicas.append(self)
-
-    def checked_finish(self):
-        served = finish(self)
-        self.tree.check_invariants()  # capacity, totals, locks, LRU heap: after every prefill
-        checks.append(self.tree.total_tokens <= self.tree.capacity)
-        return served
-
-    with mock.patch.object(engine.Replica, "__init__", init), \
-            mock.patch.object(engine.Replica, "finish", checked_finish):
-        result = simulate(Scenario().with_text(text))
-    assert len(checks) == result.requests and all(checks)
-    for replica in replicas:
+    run = Run(Scenario().with_text(text))
+    finished = 0
+    while run.step():
+        if len(run.served) > finished:  # a prefill just ended: check its replica's tree
+            finished = len(run.served)
+            tree = run.replicas[run.served[-1].replica].tree
+            tree.check_invariants()  # capacity, totals, locks, LRU heap
+    result = run.finish()
+    assert finished == result.requests
+    for replica in run.replicas:
         assert replica.tree.locked_tokens == 0 and not replica.queue and replica.running is None
+
+
+# -- equal times ------------------------------------------------------------
+
+def test_a_prefill_that_ends_as_a_request_arrives_is_cached_before_that_request_is_routed():
+    # Request 0 prefills 10,000 tokens at 10,000 tokens/s with no overhead: it ends at exactly 1.0 s,
+    # when request 1 arrives. Completions run before arrivals, so request 1 finds its prefix on
+    # replica 0; were the arrival first, both trees would be empty and the tie would go to replica 1.
+    scenario = Scenario().with_text({"fleet.replicas": "2", "router.kind": "cache_aware", "fleet.overhead_ms": "0",
+                                     "fleet.memory_gb": "8"})
+    first = request(0, ["s"], sizes=[10_000], arrival_s=0.0)
+    second = request(1, ["s", "u"], sizes=[10_000, 50], arrival_s=1.0, session=0, turn=1)
+    result = simulate(scenario, [first, second])
+    assert [r.replica for r in result.records] == [0, 0]
+    assert result.records[1].cached_tokens == 10_000 and result.records[1].queue_ms == 0.0
 
 
 # -- determinism -----------------------------------------------------------

@@ -15,6 +15,12 @@ def seq(*items):
 A, B, C, D = ("a", 100), ("b", 20), ("c", 30), ("d", 40)
 
 
+def match(tree, keys):
+    """The splitting walk's node and tokens for `keys` (touches the path)."""
+    node, _, tokens = tree.find(keys)
+    return node, tokens
+
+
 def test_insert_then_match_counts_tokens_of_the_longest_prefix():
     tree = RadixTree(1000)
     node, added = tree.insert(*seq(A, B, C))
@@ -30,7 +36,7 @@ def test_partial_match_splits_the_edge_and_insert_shares_the_trunk():
     tree = RadixTree(1000)
     tree.insert(*seq(A, B, C))
     assert len(tree.nodes()) == 1
-    node, matched = tree.match(seq(A, B, D)[0])
+    node, matched = match(tree, seq(A, B, D)[0])
     assert matched == 120
     assert node.keys == ("a", "b") and node.tokens == 120
     assert [n.keys for n in node.children.values()] == [("c",)]
@@ -59,7 +65,7 @@ def test_eviction_takes_the_least_recently_used_leaf_and_keeps_the_trunk():
     tree = RadixTree(1000)
     for leaf in (B, C, D):
         tree.insert(*seq(A, leaf))
-    tree.match(seq(A, B)[0])  # b is now the most recent; c is the oldest leaf
+    match(tree, seq(A, B)[0])  # b is now the most recent; c is the oldest leaf
     assert tree.evict(1) == 30
     assert tree.peek(("a", "c")) == 100 and tree.peek(("a", "d")) == 140
     assert tree.evict(1) == 40  # then d
@@ -74,7 +80,7 @@ def test_a_parent_is_evictable_only_after_its_last_child():
     tree = RadixTree(1000)
     tree.insert(*seq(A, B))
     tree.insert(*seq(A, C))
-    tree.match(("a",))  # touch only the trunk: it is newer than both leaves, but not a leaf
+    match(tree, ("a",))  # touch only the trunk: it is newer than both leaves, but not a leaf
     assert tree.evict(50) == 50  # both leaves (20 + 30), not the 100-token trunk
     assert tree.peek(("a",)) == 100
 
@@ -111,7 +117,7 @@ def test_split_of_a_locked_edge_keeps_both_halves_locked():
     tree = RadixTree(1000)
     node, _ = tree.insert(*seq(A, B, C))
     tree.lock(node)
-    tree.match(("a", "d"))  # splits a|b,c
+    match(tree, ("a", "d"))  # splits a|b,c
     tree.check_invariants()
     assert tree.locked_tokens == 150 and tree.evict(1000) == 0
 
@@ -128,7 +134,7 @@ def test_insert_evicts_old_leaves_to_make_room():
     tree = RadixTree(200)
     tree.insert(*seq(A, B))
     tree.insert(*seq(A, C))  # 150 in all
-    tree.match(("a", "b"))  # c is the oldest leaf
+    match(tree, ("a", "b"))  # c is the oldest leaf
     _, added = tree.insert(*seq(A, D, ("e", 10)))  # needs 50, has 50 free: no eviction
     assert added == 50 and tree.total_tokens == 200
     _, added = tree.insert(*seq(("z", 25),))  # needs 25: evicts c (30), the oldest leaf
@@ -171,7 +177,11 @@ def test_random_use_keeps_capacity_locks_and_totals(capacity, ops):
         if op == "insert":
             tree.insert(tuple(keys), sizes)
         elif op == "match_lock":
-            node, matched = tree.match(tuple(keys))
+            shape = [(n.keys, n.stamp) for n in tree.nodes()]
+            peeked = tree.peek(tuple(keys))
+            assert [(n.keys, n.stamp) for n in tree.nodes()] == shape, "peek changed the tree"
+            node, matched = match(tree, tuple(keys))
+            assert matched == peeked, "the read-only and the splitting look-up disagree"
             if node is not tree.root:
                 tree.lock(node)
                 held.append((node, tuple(keys), matched))
