@@ -6,6 +6,6 @@ library and `model` only.
 """
 
 from .catalog import MISSIONS, find_mission
-from .scoring import Mission, Threshold, Verdict, figures, score
+from .scoring import Mission, Threshold, score
 
-__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "figures", "find_mission", "score"]
+__all__ = ["MISSIONS", "Mission", "Threshold", "find_mission", "score"]

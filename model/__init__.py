@@ -7,22 +7,9 @@ Pyodide, and the same scenario always gives the same result.
 Other packages import from here only: these names are the model's public surface.
 """
 
-from .config import (
-    KEYS,
-    Event,
-    Fleet,
-    Routing,
-    Scenario,
-    ScenarioError,
-    Spec,
-    Traffic,
-    describe,
-    format_text,
-    parse_events,
-    spec_of,
-)
+from .config import KEYS, Event, Routing, Scenario, ScenarioError, describe, format_text, parse_events, spec_of
 from .engine import Run, simulate
-from .metrics import ReplicaStats, RequestRecord, Result, Series, percentile
+from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
@@ -30,7 +17,7 @@ from .routers import ROUTERS, View
 from .traffic import Request, generate
 
 __all__ = [
-    "KEYS", "ROUTERS", "Event", "Fleet", "RadixTree", "Replica", "ReplicaStats", "Request", "RequestRecord", "Result",
-    "Routing", "Run", "Scenario", "ScenarioError", "Series", "Spec", "Traffic", "View", "describe", "format_text",
-    "generate", "parse_events", "percentile", "simulate", "spec_of", "stream",
+    "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
+    "ScenarioError", "View", "describe", "format_text", "generate", "parse_events", "percentile", "simulate",
+    "spec_of", "stream",
 ]

@@ -2,8 +2,7 @@
 
 import json
 
-from model.replica import Replica
-from model.traffic import Request
+from model import Replica, Request
 
 
 def request(rid, keys, sizes=None, system_prompt=0, arrival_s=0.0, session=0, turn=0):
@@ -23,6 +22,37 @@ def busy(replica, seconds, now=0.0):
     replica.busy_until = now + seconds
 
 
-def canonical(result):
-    """A result as one string: its JSON and every request record, byte for byte."""
+# Lab mode's result as the seed's model defined it (2026-11-30). Golden digests cover these fields
+# only, so that later issues may add keys and result fields (with goldens of their own) while
+# every figure and record lab mode gave stays pinned.
+LAB_KEYS = ("seed", "duration_s", "dynamic_text", "traffic.session_rate", "traffic.turns_mean", "traffic.gap_min_s",
+            "traffic.gap_max_s", "traffic.system_prompts", "traffic.surge_system_prompts", "traffic.zipf_s",
+            "traffic.system_tokens", "traffic.dynamic_at", "traffic.dynamic_tokens", "traffic.user_min",
+            "traffic.user_max", "traffic.answer_mean", "fleet.replicas", "fleet.cache", "fleet.memory_gb",
+            "fleet.prefill_tokens_per_s", "fleet.overhead_ms", "router.kind", "router.spill_threshold_s", "events")
+LAB_SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps",
+               "makespan_s", "prefill_gpu_s", "recompute_gpu_s")
+LAB_REPLICA = ("index", "requests", "hit_rate", "utilisation", "prefill_gpu_s")
+LAB_SERIES = ("bin_s", "start_s", "requests", "hit_rate", "ttft_p50_ms", "ttft_p99_ms", "replica_load",
+              "replica_backlog_s")
+LAB_RECORD = ("arrival_s", "session", "turn", "system_prompt", "replica", "prompt_tokens", "user_tokens",
+              "answer_tokens", "cached_tokens", "recomputed_tokens", "queue_ms", "prefill_ms", "ttft_ms")
+
+
+def everything(result):
+    """A result as one string: all of its JSON and every request record, byte for byte."""
     return json.dumps(result.to_dict(), sort_keys=True) + "".join(json.dumps(r.to_dict()) for r in result.records)
+
+
+def canonical(result):
+    """A result as one string: lab mode's fields and every request record, byte for byte."""
+    text = result.scenario.to_text()
+    data = result.to_dict()
+    frozen = {
+        "scenario": {key: text[key] for key in LAB_KEYS},
+        **{key: data[key] for key in LAB_SUMMARY},
+        "replicas": [{key: r[key] for key in LAB_REPLICA} for r in data["replicas"]],
+        "series": {key: data["series"][key] for key in LAB_SERIES},
+    }
+    records = "".join(json.dumps({key: getattr(r, key) for key in LAB_RECORD}) + "\n" for r in result.records)
+    return json.dumps(frozen, sort_keys=True) + records

@@ -1,5 +1,5 @@
 // Run scenarios through the project's wheel inside the npm `pyodide` package under Node.js
-// and print each result's canonical JSON, one line per scenario (read by test_pyodide.py).
+// and print each result as helpers.everything() does, one line per scenario (read by test_pyodide.py).
 //   node pyodide_run.mjs PYODIDE_DIR WHEEL SCENARIOS_JSON
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";

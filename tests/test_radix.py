@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.radix import RadixTree
+from model import RadixTree
 
 
 def seq(*items):
