@@ -20,7 +20,7 @@ import difflib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from .routers import ROUTERS
 
@@ -119,36 +119,50 @@ def _check_fields(obj: Any, prefix: str) -> None:
             object.__setattr__(obj, f.name, checked)
 
 
+class _Section:
+    """A scenario section: checks its declared fields on construction, naming them `PREFIX + field`."""
+
+    __slots__ = ()
+    PREFIX: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, self.PREFIX)
+
+
 def _kind(f: dataclasses.Field) -> type:
     """The value type behind a field's annotation (`float | None` is a float that may be off)."""
     return float if f.type == float | None else f.type  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
-class Traffic:
+class Traffic(_Section):
     """Synthetic chat sessions: who arrives, with which prompt, saying how much."""
 
+    PREFIX: ClassVar[str] = "traffic."
+
+    # sessions and their turns
     session_rate: float = _spec(2.0, 0.01, 50.0, doc="new chat sessions per second (Poisson)", page=(0.25, 12, 0.25))
     turns_mean: float = _spec(4.0, 1.0, 20.0, doc="mean turns per session (geometric, at least 1)")
     gap_min_s: float = _spec(2.0, 0.0, 600.0, doc="shortest pause between a session's turns")
     gap_max_s: float = _spec(10.0, 0.0, 600.0, doc="longest pause between a session's turns")
+    # system prompts: how many, how popular, how long
     system_prompts: int = _spec(6, 1, 1000, doc="distinct system prompts in normal traffic")
     surge_system_prompts: int = _spec(40, 1, 1000, doc="distinct system prompts during a tenant surge")
     zipf_s: float = _spec(1.0, 0.0, 4.0, doc="Zipf exponent of system prompt popularity (0 = uniform)")
     system_tokens: int = _spec(1500, 1, 100_000, doc="tokens in a system prompt")
+    # per-request dynamic text (a timestamp) and turn sizes
     dynamic_at: int = _spec(200, 0, 100_000, doc="tokens into the system prompt where dynamic text goes")
     dynamic_tokens: int = _spec(20, 1, 10_000, doc="tokens of dynamic text (a timestamp)")
     user_min: int = _spec(40, 1, 100_000, doc="fewest tokens in a user turn")
     user_max: int = _spec(240, 1, 100_000, doc="most tokens in a user turn")
     answer_mean: int = _spec(220, 1, 100_000, doc="mean tokens in an answer")
 
-    def __post_init__(self) -> None:
-        _check_fields(self, "traffic.")
-
 
 @dataclass(frozen=True, slots=True)
-class Fleet:
+class Fleet(_Section):
     """The replicas and what each one can hold and compute."""
+
+    PREFIX: ClassVar[str] = "fleet."
 
     replicas: int = _spec(4, 1, 64, doc="number of replicas", page=(1, 16, 1))
     cache: bool = _spec(True, doc="prefix cache on or off")
@@ -156,21 +170,17 @@ class Fleet:
     prefill_tokens_per_s: float = _spec(10_000.0, 1.0, 10_000_000.0, doc="prefill speed of one replica")
     overhead_ms: float = _spec(15.0, 0.0, 10_000.0, doc="fixed cost of every request")
 
-    def __post_init__(self) -> None:
-        _check_fields(self, "fleet.")
-
 
 @dataclass(frozen=True, slots=True)
-class Routing:
+class Routing(_Section):
     """Which router picks the replica, and when cache-aware routing gives up on the cache."""
+
+    PREFIX: ClassVar[str] = "router."
 
     kind: str = _spec("least_loaded", choices=tuple(ROUTERS), doc="routing policy")
     # None means never spill: cache-aware routing always takes the longest match.
     spill_threshold_s: float | None = _spec(1.0, 0.0, 3600.0, off=True, page=(0, 5, 0.1),
                                             doc="backlog gap (s) past which cache_aware spills; off = never")
-
-    def __post_init__(self) -> None:
-        _check_fields(self, "router.")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.
