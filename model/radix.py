@@ -64,6 +64,8 @@ class RadixTree:
     # -- look-ups ---------------------------------------------------------
     def peek(self, keys: Sequence[Hashable]) -> int:
         """Tokens of the longest cached prefix of `keys`; changes nothing."""
+        if not keys or keys[0] not in self.root.children:  # the common miss, without a descent
+            return 0
         _, _, matched, part, j = self._descend(keys)
         return matched + sum(part.sizes[:j]) if part is not None else matched
 
