@@ -14,10 +14,10 @@ from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .routers import ROUTERS, View
-from .traffic import Request, generate
+from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
     "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
-    "ScenarioError", "View", "describe", "format_text", "generate", "parse_events", "percentile", "simulate",
+    "ScenarioError", "TooManyRequests", "View", "describe", "format_text", "generate", "parse_events", "percentile", "simulate",
     "spec_of", "stream",
 ]

@@ -20,13 +20,14 @@ __all__ = ["FINISH", "ARRIVE", "SAMPLE", "Run", "simulate"]
 FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
 
 
-def simulate(scenario: Scenario, requests: Sequence[Request] | None = None) -> Result:
+def simulate(scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None) -> Result:
     """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
     `requests` come from a request source; by default the scenario's own
-    synthetic chat traffic (`traffic.generate`).
+    synthetic chat traffic (`traffic.generate`), which stops with
+    `TooManyRequests` past `limit` requests.
     """
-    return Run(scenario, requests).finish()
+    return Run(scenario, requests, limit).finish()
 
 
 class Run:
@@ -38,10 +39,10 @@ class Run:
 
     __slots__ = ("scenario", "requests", "replicas", "router", "loop", "served", "bin_s", "backlog")
 
-    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None) -> None:
+    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
-        self.requests = generate(scenario) if requests is None else requests
+        self.requests = generate(scenario, limit) if requests is None else requests
         self.replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
                                  fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
         self.router = make_router(scenario)

@@ -28,7 +28,15 @@ from typing import NamedTuple
 from .config import Scenario, Traffic
 from .rng import stream
 
-__all__ = ["Request", "generate"]
+__all__ = ["Request", "TooManyRequests", "generate"]
+
+
+class TooManyRequests(Exception):
+    """A scenario sends more requests than the caller's limit; raised as soon as the count passes it."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this setup sends more than {limit:,} requests")
+        self.limit = limit
 
 
 class Request(NamedTuple):
@@ -53,8 +61,13 @@ class Request(NamedTuple):
     affinity: str  # what affinity routers (consistent hashing) hash: for chat, the system prompt
 
 
-def generate(scenario: Scenario) -> list[Request]:
-    """Every request of the scenario, in arrival order."""
+def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
+    """Every request of the scenario, in arrival order.
+
+    With a `limit`, stop with `TooManyRequests` as soon as more than `limit`
+    sessions or requests have been drawn: the work done is bounded by the
+    count, not by an estimate (overlapping bursts multiply the rate).
+    """
     t = scenario.traffic
     timestamps = [e.at_s for e in scenario.events_of("timestamp")]
     first_timestamp = min(timestamps, default=math.inf)
@@ -68,7 +81,7 @@ def generate(scenario: Scenario) -> list[Request]:
     user_span, answer_span = t.user_max - t.user_min + 1, answer_hi - answer_lo + 1
     gap_span = t.gap_max_s - t.gap_min_s
     raw = []  # (arrival, session, turn, system prompt, user, answer)
-    for session, start in enumerate(_session_starts(scenario)):
+    for session, start in enumerate(_session_starts(scenario, limit)):
         # Draw the whole session before cutting it at the window's end, so that
         # session n's content never depends on arrival times or bursts.
         # Draws inline from rng.random(): randint and uniform cost a Python call each, and
@@ -89,6 +102,8 @@ def generate(scenario: Scenario) -> list[Request]:
                 break
             raw.append((at, session, turn, prompt, user, answer))
             at += gap
+        if limit is not None and len(raw) > limit:
+            raise TooManyRequests(limit)
     raw.sort()
 
     history: dict[int, tuple[tuple, tuple, int]] = {}  # session -> (keys, sizes, tokens) of its earlier turns
@@ -131,7 +146,7 @@ def _zipf_cumulative(n: int, s: float) -> list[float]:
     return list(accumulate(1.0 / (k ** s) for k in range(1, n + 1)))
 
 
-def _session_starts(scenario: Scenario) -> list[float]:
+def _session_starts(scenario: Scenario, limit: int | None = None) -> list[float]:
     """Poisson arrival times over [0, duration_s), with bursts multiplying the rate.
 
     Unit-rate exponential gaps are mapped through the inverse of the cumulative
@@ -157,6 +172,8 @@ def _session_starts(scenario: Scenario) -> list[float]:
         if budget < room:
             now += budget / rate
             starts.append(now)
+            if limit is not None and len(starts) > limit:  # every session sends at least one request
+                raise TooManyRequests(limit)
             budget = rng.expovariate(1.0)
         else:
             budget -= room

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from model import Scenario, generate
+from model import Scenario, TooManyRequests, generate, simulate
 
 
 def long_run(**text):
@@ -149,3 +149,24 @@ def test_only_the_seed_and_traffic_settings_change_the_stream():
                    {"fleet.memory_gb": "1"}, {"router.spill_threshold_s": "off"}):
         assert digest(generate(Scenario().with_text(change))) == base, change
     assert digest(generate(Scenario().with_text({"seed": "2"}))) != base
+
+
+def test_a_limit_stops_generation_by_counting_not_estimating():
+    # Eight overlapping doublings multiply the rate by 256: an estimate that adds factors is off by ~30x.
+    bursts = ",".join(["burst@0+179x2"] * 8)
+    scenario = Scenario().with_text({"events": bursts})
+    with pytest.raises(TooManyRequests) as info:
+        generate(scenario, limit=40_000)
+    assert info.value.limit == 40_000
+    plain = generate(Scenario())
+    assert generate(Scenario(), limit=len(plain)) == plain  # at the limit exactly: everything, unchanged
+    with pytest.raises(TooManyRequests):
+        generate(Scenario(), limit=len(plain) - 1)
+
+
+def test_a_limit_bounds_the_work_of_a_runaway_setup():
+    # 24 overlapping x1.5 bursts: about 6 million sessions, which once ran out of memory. With a limit
+    # the draw stops after limit + 1 sessions, so this returns at once.
+    scenario = Scenario().with_text({"events": ",".join(["burst@0+179x1.5"] * 24)})
+    with pytest.raises(TooManyRequests):
+        simulate(scenario, limit=40_000)
