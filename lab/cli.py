@@ -68,6 +68,8 @@ def format_summary(result: Any) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.set)
+    if args.explain is not None:
+        return _explain(scenario, args.explain, args.json)
     result = simulate(scenario)
     if args.requests:
         lines = "".join(json.dumps(rec.to_dict()) + "\n" for rec in result.records)
@@ -82,6 +84,30 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=1))
     elif args.requests != "-":
         print(format_summary(result))
+    return 0
+
+
+def _explain(scenario: Scenario, request_id: int, as_json: bool) -> int:
+    from model import explain
+
+    try:
+        seen = explain(scenario, request_id)
+    except ScenarioError as exc:
+        raise UsageError(f"--explain: {exc}") from None
+    if as_json:
+        print(json.dumps(seen, indent=1))
+        return 0
+    print(f"request {seen['request']} at {seen['arrival_s']:g} s, {seen['prompt_tokens']} prompt tokens: "
+          f"router {seen['router']} ({seen['view']} view) chose replica {seen['chosen']}")
+    if seen["score"]:
+        print(f"its score: {seen['score']}")
+    print("replica  believed  actual  backlog s  in flight  score       TTFT ms")
+    for r in seen["replicas"]:
+        mark = " <- chosen" if r["replica"] == seen["chosen"] else ""
+        score = "" if r["score"] is None else f"{r['score']:g}"
+        print(f"  {r['replica']:<6d} {r['believed_tokens']:>8d} {r['actual_tokens']:>7d} {r['backlog_s']:>10.3f} "
+              f"{r['in_flight']:>10d}  {score:<10s} {r['ttft_ms']:>8.1f}{mark}")
+    print(f"best other choice: replica {seen['best_alternative']}; regret {seen['regret_ms']:.1f} ms")
     return 0
 
 
@@ -165,6 +191,8 @@ def parser() -> argparse.ArgumentParser:
                      help="set a dotted key, e.g. fleet.replicas=8 (repeatable)")
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
+    run.add_argument("--explain", type=int, metavar="REQUEST_ID",
+                     help="show one routing decision as the router saw it, and every replica's TTFT for it")
     run.set_defaults(func=_run)
 
     keys = verbs.add_parser("keys", help="list every scenario key with its default and range")

@@ -9,6 +9,7 @@ Other packages import from here only: these names are the model's public surface
 
 from .config import KEYS, Event, Routing, Scenario, ScenarioError, describe, format_text, parse_events, spec_of
 from .engine import Run, simulate
+from .hindsight import explain
 from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
@@ -18,6 +19,6 @@ from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
     "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
-    "ScenarioError", "TooManyRequests", "View", "describe", "format_text", "generate", "parse_events", "percentile", "simulate",
+    "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
     "spec_of", "stream",
 ]

@@ -181,6 +181,19 @@ class Routing(_Section):
     # None means never spill: cache-aware routing always takes the longest match.
     spill_threshold_s: float | None = _spec(1.0, 0.0, 3600.0, off=True, page=(0, 5, 0.1),
                                             doc="backlog gap (s) past which cache_aware spills; off = never")
+    view: str = _spec("exact", choices=("exact", "approximate"),
+                      doc="what routers know of the trees: the trees themselves, or their own memory of what they sent")
+    view_ttl_s: float | None = _spec(120.0, 0.0, 86_400.0, off=True, page=(0, 300, 10),
+                                     doc="approximate view: seconds after which the router forgets a prefix; off = never")
+    load_factor: float = _spec(1.25, 1.0, 10.0, page=(1, 3, 0.05),
+                               doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")
+    load_multiple: float = _spec(2.0, 1.0, 100.0, page=(1, 6, 0.25),
+                                 doc="prefix_load_aware: reroute past this many times the median in-flight count")
+    cache_threshold: float = _spec(0.5, 0.0, 1.0, page=(0, 1, 0.05),
+                                   doc="sglang: follow the best match only above this share of the prompt")
+    balance_abs_threshold: int = _spec(32, 0, 100_000, doc="sglang: in-flight spread (max - min) that may mean imbalance")
+    balance_rel_threshold: float = _spec(1.1, 1.0, 100.0,
+                                         doc="sglang: imbalanced also needs max in flight above min times this")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.

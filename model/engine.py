@@ -6,10 +6,11 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .config import TOKENS_PER_GB, Scenario
 from .loop import EventLoop
+from .memory import Memory
 from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
 from .replica import Replica, Served
 from .routers import View, make_router
@@ -20,14 +21,16 @@ __all__ = ["FINISH", "ARRIVE", "SAMPLE", "Run", "simulate"]
 FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
 
 
-def simulate(scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None) -> Result:
+def simulate(scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
+             force: dict[int, int] | None = None) -> Result:
     """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
     `requests` come from a request source; by default the scenario's own
     synthetic chat traffic (`traffic.generate`), which stops with
-    `TooManyRequests` past `limit` requests.
+    `TooManyRequests` past `limit` requests. `force` overrides the router's
+    choice for some requests (request id -> replica), for counterfactuals.
     """
-    return Run(scenario, requests, limit).finish()
+    return Run(scenario, requests, limit, force).finish()
 
 
 class Run:
@@ -37,15 +40,23 @@ class Run:
     `finish()` runs the rest and measures.
     """
 
-    __slots__ = ("scenario", "requests", "replicas", "router", "loop", "served", "bin_s", "backlog")
+    __slots__ = ("scenario", "requests", "replicas", "router", "memory", "force", "loop", "served", "bin_s", "backlog",
+                 "believed", "overestimated", "watch")
 
-    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None) -> None:
+    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
+                 force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.requests = generate(scenario, limit) if requests is None else requests
         self.replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
                                  fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
         self.router = make_router(scenario)
+        approximate = scenario.router.view == "approximate"
+        self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
+        self.force = force or {}
+        self.believed = 0  # tokens the router believed cached on the replicas it chose
+        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
+        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
         self.loop = EventLoop()
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS
@@ -64,7 +75,8 @@ class Run:
     def finish(self) -> Result:
         """Run every event left and measure the run."""
         self.loop.run()
-        return _measure(self.scenario, self.requests, self.served, self.replicas, self.backlog, self.bin_s)
+        return _measure(self.scenario, self.requests, self.served, self.replicas, self.backlog, self.bin_s,
+                        ratio(self.overestimated, self.believed))
 
     def _start(self, replica: Replica) -> None:
         replica.start_next(self.loop.now)
@@ -80,14 +92,21 @@ class Run:
         request = requests[n]
         if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
             loop.at(requests[n + 1].arrival_s, ARRIVE, self._arrive, n + 1)
-        view = View(request, replicas, loop.now)
-        index = self.router.choose(view)
+        view = View(request, replicas, loop.now, self.memory)
+        index = self.force.get(request.id, self.router.choose(view))
         if not 0 <= index < len(replicas):
             raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
+        if self.watch is not None:
+            self.watch(view, index)
         replica = replicas[index]
         ticket = replica.enqueue(request)
         if replica.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
             ticket.held_elsewhere = max((view.matched(i) for i in range(len(replicas)) if i != index), default=0)
+        if self.memory is not None:
+            believed = view.matched(index)
+            self.believed += believed
+            self.overestimated += max(0, believed - view.actual(index))
+            self.memory.sent(index, request.keys, request.sizes, loop.now)
         if replica.running is None:
             self._start(replica)
 
@@ -99,7 +118,7 @@ class Run:
 
 
 def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Served],
-             replicas: list[Replica], backlog: list[list[float]], bin_s: float) -> Result:
+             replicas: list[Replica], backlog: list[list[float]], bin_s: float, overestimate: float) -> Result:
     if len(served) != len(requests):
         raise RuntimeError(f"served {len(served)} of {len(requests)} requests")
     served.sort(key=lambda s: s.request.id)
@@ -143,6 +162,7 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
         makespan_s=round(makespan, 6),
         prefill_gpu_s=round(sum(rep.busy_s for rep in replicas), 6),
         recompute_gpu_s=round(recompute_s, 6),
+        router_overestimate=overestimate,
         replicas=stats,
         series=_series(records, served, len(replicas), backlog, bin_s),
         records=tuple(records),

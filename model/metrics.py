@@ -88,12 +88,13 @@ class Result:
     makespan_s: float  # when the last prefill ended
     prefill_gpu_s: float
     recompute_gpu_s: float
+    router_overestimate: float  # share of the cached tokens the router believed in that were not there
     replicas: tuple[ReplicaStats, ...]
     series: Series
     records: tuple[RequestRecord, ...]
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
-               "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s")
+               "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""

@@ -63,6 +63,10 @@ class Replica:
         """Seconds of work ahead of a request routed here now."""
         return max(0.0, self.busy_until - now) + self.queued_work_s
 
+    def in_flight(self) -> int:
+        """Requests queued or running here."""
+        return len(self.queue) + (self.running is not None)
+
     def prefill_s(self, uncached_tokens: int) -> float:
         return self.overhead_s + uncached_tokens / self.tokens_per_s
 

@@ -16,10 +16,13 @@ fleet takes turns instead of piling on replica 0.
 from __future__ import annotations
 
 import hashlib
+import math
+import statistics
 from bisect import bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from .memory import Memory
 from .rng import stream
 
 if TYPE_CHECKING:
@@ -27,35 +30,53 @@ if TYPE_CHECKING:
     from .replica import Replica
     from .traffic import Request
 
-__all__ = ["ROUTERS", "CacheAware", "ConsistentHash", "LeastLoaded", "Policy", "RandomChoice", "RoundRobin", "View",
-           "make_router"]
+__all__ = ["ROUTERS", "BoundedHash", "CacheAware", "ConsistentHash", "Cost", "LeastLoaded", "Policy", "PowerOfTwo",
+           "PrefixLoadAware", "RandomChoice", "RoundRobin", "SGLang", "View", "make_router"]
 
 
 class View:
-    """The fleet as a router sees it when one request arrives."""
+    """The fleet as a router sees it when one request arrives.
 
-    __slots__ = ("request", "now", "replicas", "_matched")
+    `matched(i)` is what the router believes replica `i` holds: the tree
+    itself with the exact view, or the router's own `Memory` of what it sent
+    there with the approximate one. `actual(i)` is always the tree.
+    """
 
-    def __init__(self, request: Request, replicas: Sequence[Replica], now: float) -> None:
+    __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed")
+
+    def __init__(self, request: Request, replicas: Sequence[Replica], now: float, memory: Memory | None = None) -> None:
         self.request = request
         self.now = now
         self.replicas = replicas
-        self._matched: list[int | None] = [None] * len(replicas)
+        self.memory = memory
+        self._actual: list[int | None] = [None] * len(replicas)
+        self._believed: list[int | None] = self._actual if memory is None else [None] * len(replicas)
 
     def __len__(self) -> int:
         return len(self.replicas)
 
-    def matched(self, i: int) -> int:
+    def actual(self, i: int) -> int:
         """Tokens of the request's prompt that replica `i`'s tree holds (0 with the cache off)."""
-        m = self._matched[i]
+        m = self._actual[i]
         if m is None:
             r = self.replicas[i]
-            m = self._matched[i] = r.tree.peek(self.request.keys) if r.cache else 0
+            m = self._actual[i] = r.tree.peek(self.request.keys) if r.cache else 0
+        return m
+
+    def matched(self, i: int) -> int:
+        """Tokens of the request's prompt the router believes replica `i` holds."""
+        if self.memory is None:
+            return self.actual(i)
+        m = self._believed[i]
+        if m is None:
+            m = self._believed[i] = self.memory.matched(i, self.request.keys, self.now)
         return m
 
     def matches(self) -> list[int]:
         """`matched(i)` of every replica, in index order."""
-        m = self._matched
+        if self.memory is not None:
+            return [self.matched(i) for i in range(len(self.replicas))]
+        m = self._actual
         if None in m:
             keys = self.request.keys
             for r in self.replicas:
@@ -67,10 +88,30 @@ class View:
         """Seconds of work ahead of the request on replica `i`."""
         return self.replicas[i].backlog(self.now)
 
+    def in_flight(self, i: int) -> int:
+        """Requests queued or running on replica `i`."""
+        return self.replicas[i].in_flight()
+
+    def tree_tokens(self, i: int) -> int:
+        """How big the router believes replica `i`'s tree is, in tokens."""
+        if self.memory is None:
+            return self.replicas[i].tree.total_tokens
+        return self.memory.tokens(i, self.now)
+
     def least_loaded(self) -> int:
         """The replica with the least backlog (ties: least recently routed, then lowest index)."""
         now = self.now
         return min(self.replicas, key=lambda r: (r.backlog(now), r.last_routed, r.index)).index
+
+    def fewest_in_flight(self) -> int:
+        """The replica with the fewest requests in flight (ties: as `least_loaded`)."""
+        now = self.now
+        return min(self.replicas, key=lambda r: (r.in_flight(), r.backlog(now), r.last_routed, r.index)).index
+
+    def longest_match(self) -> int:
+        """The replica believed to hold the longest prefix (ties: least backlog, then as everywhere)."""
+        now, matched = self.now, self.matches()
+        return min(self.replicas, key=lambda r: (-matched[r.index], r.backlog(now), r.last_routed, r.index)).index
 
 
 class RoundRobin:
@@ -164,8 +205,7 @@ class CacheAware:
         self.threshold = scenario.router.spill_threshold_s
 
     def choose(self, view: View) -> int:
-        now, matched = view.now, view.matches()
-        best = min(view.replicas, key=lambda r: (-matched[r.index], r.backlog(now), r.last_routed, r.index)).index
+        best = view.longest_match()
         if self.threshold is None:
             return best
         least = view.least_loaded()
@@ -174,10 +214,167 @@ class CacheAware:
         return best
 
 
-Policy = RoundRobin | RandomChoice | LeastLoaded | ConsistentHash | CacheAware
+class PowerOfTwo:
+    """Power of two choices: draw two different replicas at random, send to the less loaded.
+
+    The two come from the scenario seed's `router` stream; the less loaded
+    is the one with less backlog (ties as every router breaks them). Source:
+    Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing"
+    (2001); SGLang's router ships it as `power_of_two`. Caches play no part.
+    """
+
+    key: ClassVar[str] = "power_of_two"
+    label: ClassVar[str] = "Power of two"
+    rule: ClassVar[str] = "draws two replicas at random and takes the less loaded"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.rng = stream(scenario.seed, "router")
+
+    def choose(self, view: View) -> int:
+        n = len(view)
+        if n == 1:
+            return 0
+        a = self.rng.randrange(n)
+        b = self.rng.randrange(n - 1)
+        b += b >= a  # a second, different replica
+        now = view.now
+        return min((view.replicas[a], view.replicas[b]), key=lambda r: (r.backlog(now), r.last_routed, r.index)).index
+
+
+class BoundedHash:
+    """Consistent hashing with bounded loads: the affinity key's replica, unless it is full.
+
+    No replica may hold more than ceil(c x (in flight + 1) / replicas)
+    requests, c = `router.load_factor`: a request walks the ring from its
+    key's point to the first replica under that bound. Source: Mirrokni,
+    Thorup and Zadimoghaddam, "Consistent Hashing with Bounded Loads" (SODA
+    2018); c = 1.25 is the commonly deployed setting (HAProxy's
+    `hash-balance-factor 125`, off unless set). The ring is `ConsistentHash`'s.
+    """
+
+    key: ClassVar[str] = "bounded_hash"
+    label: ClassVar[str] = "Bounded-load hash"
+    rule: ClassVar[str] = "hashes the system prompt to a replica, walking on past any replica over its load bound"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.ring = ConsistentHash(scenario)
+        self.factor = scenario.router.load_factor
+
+    def bound(self, view: View) -> int:
+        """The most requests any replica may hold once this one is placed."""
+        in_flight = sum(view.in_flight(i) for i in range(len(view)))
+        return math.ceil(self.factor * (in_flight + 1) / len(view))
+
+    def choose(self, view: View) -> int:
+        bound, ring = self.bound(view), self.ring
+        start = bisect_right(ring.points, _hash64(view.request.affinity))
+        for step in range(len(ring.points)):
+            owner = ring.owners[(start + step) % len(ring.points)]
+            if view.in_flight(owner) < bound:
+                return owner
+        return view.fewest_in_flight()  # unreachable for c >= 1: some replica is always under the bound
+
+
+class PrefixLoadAware:
+    """Prefix-aware routing with the locality note's load-aware fallback.
+
+    Take the replica believed to hold the longest prefix (ties: least backlog,
+    then as everywhere), unless its in-flight count exceeds
+    `router.load_multiple` times the fleet's median in-flight count; then take
+    the least loaded. The median is floored at one request, so that an idle
+    fleet (median 0) does not make every busy replica "overloaded" and turn
+    this into least-loaded routing: one request in flight is the least load
+    that says anything about a replica. Source: the KV-locality note (reroute
+    when a backend's in-flight count exceeds 2x the median).
+    """
+
+    key: ClassVar[str] = "prefix_load_aware"
+    label: ClassVar[str] = "Prefix + load fallback"
+    rule: ClassVar[str] = "follows the longest prefix unless that replica holds more than a multiple of the median load"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.multiple = scenario.router.load_multiple
+
+    def choose(self, view: View) -> int:
+        best = view.longest_match()
+        loads = sorted(view.in_flight(i) for i in range(len(view)))
+        median = statistics.median(loads)
+        if view.in_flight(best) > self.multiple * max(median, 1):
+            return view.least_loaded()
+        return best
+
+
+class SGLang:
+    """SGLang's cache-aware router: balance first, then the best match rate, else the smallest tree.
+
+    Pinned to sgl-router's `policies/cache_aware.rs` (sglang commit 026f853)
+    with `CacheAwareConfig::default()`: if the fleet is imbalanced, that is
+    max - min in-flight > `router.balance_abs_threshold` (32) and max >
+    min x `router.balance_rel_threshold` (1.1), take the replica with the
+    fewest requests in flight. Otherwise take the replica with the highest
+    match rate (believed matched tokens / prompt tokens) if that rate exceeds
+    `router.cache_threshold` (0.5), else the replica with the smallest tree.
+    (Its command line defaults differ: 0.3, 64 and 1.5; newer versions fall
+    back to the least loaded rather than the smallest tree.)
+    """
+
+    key: ClassVar[str] = "sglang"
+    label: ClassVar[str] = "SGLang router"
+    rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows a match above half the prompt, "
+                           "else the smallest tree")
+
+    def __init__(self, scenario: Scenario) -> None:
+        r = scenario.router
+        self.cache_threshold = r.cache_threshold
+        self.abs_threshold = r.balance_abs_threshold
+        self.rel_threshold = r.balance_rel_threshold
+
+    def choose(self, view: View) -> int:
+        loads = [view.in_flight(i) for i in range(len(view))]
+        high, low = max(loads), min(loads)
+        if high - low > self.abs_threshold and high > low * self.rel_threshold:
+            return view.fewest_in_flight()
+        best = view.longest_match()
+        prompt = view.request.prompt_tokens
+        if prompt and view.matched(best) / prompt > self.cache_threshold:
+            return best
+        now = view.now
+        return min(view.replicas, key=lambda r: (view.tree_tokens(r.index), r.backlog(now), r.last_routed,
+                                                 r.index)).index
+
+
+class Cost:
+    """Lowest estimated time to first token: queue wait plus prefill of what is not cached there.
+
+    For each replica: its backlog plus the prefill time of the prompt tokens
+    it is believed not to hold; the smallest sum wins (ties as everywhere).
+    Source: Mooncake's Conductor (transfer + queue + prefill per candidate,
+    Qin et al. 2024) and NVIDIA Dynamo's KV router (cost of new prefill
+    blocks plus load).
+    """
+
+    key: ClassVar[str] = "cost"
+    label: ClassVar[str] = "Lowest estimated TTFT"
+    rule: ClassVar[str] = "picks the replica whose queue plus uncached prefill is shortest"
+
+    def __init__(self, scenario: Scenario) -> None:
+        pass
+
+    def estimate(self, view: View, i: int) -> float:
+        """Seconds until the request's first token on replica `i`, as the router estimates them."""
+        r = view.replicas[i]
+        return view.backlog(i) + r.prefill_s(view.request.prompt_tokens - view.matched(i))
+
+    def choose(self, view: View) -> int:
+        return min(view.replicas, key=lambda r: (self.estimate(view, r.index), r.last_routed, r.index)).index
+
+
+Policy = RoundRobin | RandomChoice | LeastLoaded | ConsistentHash | CacheAware | PowerOfTwo | BoundedHash | \
+    PrefixLoadAware | SGLang | Cost
 
 ROUTERS: dict[str, type[Policy]] = {cls.key: cls for cls in (RoundRobin, RandomChoice, LeastLoaded, ConsistentHash,
-                                                             CacheAware)}
+                                                             CacheAware, PowerOfTwo, BoundedHash, PrefixLoadAware,
+                                                             SGLang, Cost)}
 
 
 def make_router(scenario: Scenario) -> Policy:

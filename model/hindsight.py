@@ -1,0 +1,83 @@
+"""What the router saw: one routing decision, replica by replica, and what another choice would have given.
+
+`explain(scenario, request_id)` re-runs the scenario, stops to look at the
+decision for that request (every replica's believed and actual matched
+tokens, backlog, requests in flight and the policy's own score), then runs
+the scenario once more per other replica with only that one decision forced
+there (the router still decides everything else, its state moving as it
+did). The regret is how much sooner the request's first token would have
+come on the best alternative: max(0, TTFT as chosen - best other TTFT).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from .config import Scenario, ScenarioError
+from .engine import Run, simulate
+from .routers import BoundedHash, Cost, View
+
+__all__ = ["explain"]
+
+
+def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | None:
+    """The number each policy decides on, per replica, with what it means; None for blind policies."""
+    n = range(len(view))
+    by_kind: dict[str, Callable[[], tuple[str, list[float]]]] = {
+        "least_loaded": lambda: ("backlog (s): least wins", [round(view.backlog(i), 6) for i in n]),
+        "power_of_two": lambda: ("backlog (s): the less loaded of two random replicas wins",
+                                 [round(view.backlog(i), 6) for i in n]),
+        "cache_aware": lambda: ("believed cached tokens: most wins, unless its backlog is too far behind",
+                                [float(view.matched(i)) for i in n]),
+        "prefix_load_aware": lambda: ("believed cached tokens: most wins, unless it holds too many requests",
+                                      [float(view.matched(i)) for i in n]),
+        "sglang": lambda: ("believed match rate: highest wins above the threshold",
+                           [round(view.matched(i) / max(1, view.request.prompt_tokens), 6) for i in n]),
+        "bounded_hash": lambda: (f"in flight: the ring's first replica under {BoundedHash.bound(policy, view)} wins",
+                                 [float(view.in_flight(i)) for i in n]),
+        "cost": lambda: ("estimated TTFT (s): least wins", [round(Cost.estimate(policy, view, i), 6) for i in n]),
+    }
+    make = by_kind.get(kind)
+    return make() if make else None
+
+
+def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
+    """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
+    run = Run(scenario)
+    if not 0 <= request_id < len(run.requests):
+        raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {len(run.requests) - 1}")
+    seen: dict[str, Any] = {}
+
+    def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
+        if view.request.id != request_id:
+            return
+        score = _scores(scenario.router.kind, run.router, view)
+        seen.update(chosen=chosen, score=score[0] if score else None, replicas=[{
+            "replica": i,
+            "believed_tokens": view.matched(i),
+            "actual_tokens": view.actual(i),
+            "backlog_s": round(view.backlog(i), 6),
+            "in_flight": view.in_flight(i),
+            "score": score[1][i] if score else None,
+        } for i in range(len(view))])
+
+    run.watch = look
+    result = run.finish()
+    chosen = seen["chosen"]
+    for row in seen["replicas"]:
+        i = row["replica"]
+        forced = result if i == chosen else simulate(scenario, force={request_id: i})
+        row["ttft_ms"] = forced.records[request_id].ttft_ms
+    ttft = [row["ttft_ms"] for row in seen["replicas"]]
+    others = [i for i in range(len(ttft)) if i != chosen]
+    best = min(others, key=lambda i: (ttft[i], i)) if others else chosen
+    request = run.requests[request_id]
+    return {
+        "request": request_id,
+        "arrival_s": round(request.arrival_s, 6),
+        "prompt_tokens": request.prompt_tokens,
+        "router": scenario.router.kind,
+        "view": scenario.router.view,
+        **seen,
+        "best_alternative": best,
+        "regret_ms": round(max(0.0, ttft[chosen] - ttft[best]), 3),
+    }
