@@ -1,7 +1,8 @@
 """The `prefix-lab` command (also `python -m lab`).
 
 Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
-(build if needed, then serve it), `missions` and `score`. Bad input ends
+(build if needed, then serve it), `missions` and `score`; `replay` (a trace
+file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py). Bad input ends
 with one line on stderr naming what is wrong, and exit status 2; never a
 traceback. Panel and Tornado are imported only by the verbs that need them.
 """
@@ -71,6 +72,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.explain is not None:
         return _explain(scenario, args.explain, args.json)
     result = simulate(scenario)
+    if args.trace_out:
+        from .traces import write_trace
+        write_trace(scenario, args.trace_out, args.block_tokens)
     if args.requests:
         lines = "".join(json.dumps(rec.to_dict()) + "\n" for rec in result.records)
         if args.requests == "-":
@@ -193,6 +197,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
     run.add_argument("--explain", type=int, metavar="REQUEST_ID",
                      help="show one routing decision as the router saw it, and every replica's TTFT for it")
+    run.add_argument("--trace-out", metavar="FILE",
+                     help="also write the traffic as a Mooncake trace (chained block hashes), for replay anywhere")
+    from .traces import add_trace_options
+    add_trace_options(run, speedup=False)
     run.set_defaults(func=_run)
 
     keys = verbs.add_parser("keys", help="list every scenario key with its default and range")
@@ -221,6 +229,11 @@ def parser() -> argparse.ArgumentParser:
                        help="set a dotted key on the mission's start (or on the file)")
     score.add_argument("--json", action="store_true", help="print as JSON")
     score.set_defaults(func=_score)
+
+    from .sweep import add_sweep_verb
+    from .traces import add_replay_verb
+    add_replay_verb(verbs)
+    add_sweep_verb(verbs)
     return p
 
 

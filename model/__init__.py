@@ -1,4 +1,4 @@
-"""prefix-lab's simulation: seeded chat traffic on a fleet of prefix-caching replicas.
+"""prefix-lab's simulation: seeded chat traffic, or a replayed trace, on a fleet of prefix-caching replicas.
 
 `simulate(Scenario())` runs the lab's default scenario. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
@@ -15,10 +15,24 @@ from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .routers import ROUTERS, View
+from .trace import (
+                    BLOCK_TOKENS,
+                    MAX_LINE_BYTES,
+                    TraceError,
+                    TraceInfo,
+                    read_trace,
+                    replay,
+                    replay_scenario,
+                    scan_trace,
+                    trace_lines,
+)
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
     "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
     "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
     "spec_of", "stream",
+    # request source: traces
+    "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
+    "trace_lines",
 ]

@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 TOKENS_PER_GB = 8192
+UNLIMITED_TOKENS = 2**62  # the capacity of `fleet.memory_gb=none`: no run comes near it
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
 MAX_EVENTS = 24
@@ -68,6 +69,7 @@ class Spec:
     choices: tuple[str, ...] = ()  # text: the values allowed
     off: bool = False  # None is allowed too, written "off"
     page: tuple[float, float, float] | None = None
+    unbounded: bool = False  # "none" (JSON null) is allowed too: no limit, stored as math.inf
 
     def check(self, key: str, kind: type, value: Any) -> Any:
         """`value` as the field stores it (ints of a float field become floats); ScenarioError if not allowed."""
@@ -81,10 +83,12 @@ class Spec:
             return value
         if value is None and self.off:
             return None
+        if self.unbounded and (value is None or value == math.inf):
+            return math.inf
         whole = kind is int
         number = "a whole number" if whole else "a number"
         bounds = f"from {_num_text(self.lo)} to {_num_text(self.hi)}"  # type: ignore[arg-type]
-        off = " or off" if self.off else ""
+        off = " or off" if self.off else " or none" if self.unbounded else ""
         if not _is_number(value):
             raise ScenarioError(f"{key}: {_show(value)} is not allowed; use {number} {bounds}")
         if whole and isinstance(value, float) and not value.is_integer():
@@ -99,12 +103,14 @@ class Spec:
             return "true | false"
         if kind is str:
             return " | ".join(self.choices)
-        return f"{_num_text(self.lo)} to {_num_text(self.hi)}" + (" or off" if self.off else "")  # type: ignore[arg-type]
+        off = " or off" if self.off else " or none" if self.unbounded else ""
+        return f"{_num_text(self.lo)} to {_num_text(self.hi)}{off}"  # type: ignore[arg-type]
 
 
 def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc: str,
-          choices: tuple[str, ...] = (), off: bool = False, page: tuple[float, float, float] | None = None) -> Any:
-    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page)})
+          choices: tuple[str, ...] = (), off: bool = False, page: tuple[float, float, float] | None = None,
+          unbounded: bool = False) -> Any:
+    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded)})
 
 
 def _check_fields(obj: Any, prefix: str) -> None:
@@ -166,9 +172,15 @@ class Fleet(_Section):
 
     replicas: int = _spec(4, 1, 64, doc="number of replicas", page=(1, 16, 1))
     cache: bool = _spec(True, doc="prefix cache on or off")
-    memory_gb: float = _spec(4.0, 0.0, 1024.0, doc="prefix (KV) memory per replica in GB", page=(0.25, 16, 0.25))
+    # Any size on the command line (a trace's reuse at 50,000 blocks is 3,125 GB); the page keeps its slider.
+    memory_gb: float = _spec(4.0, 0.0, 1e9, unbounded=True, page=(0.25, 16, 0.25),
+                             doc="prefix (KV) memory per replica in GB; none = no limit")
     prefill_tokens_per_s: float = _spec(10_000.0, 1.0, 10_000_000.0, doc="prefill speed of one replica")
     overhead_ms: float = _spec(15.0, 0.0, 10_000.0, doc="fixed cost of every request")
+
+    def capacity_tokens(self) -> int:
+        """Tokens one replica's prefix cache holds; with no limit, more than any run can insert."""
+        return UNLIMITED_TOKENS if self.memory_gb == math.inf else int(self.memory_gb * TOKENS_PER_GB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +260,7 @@ class Scenario:
     """One simulated run: traffic, fleet, router, events, all from one seed."""
 
     seed: int = _spec(1, 0, 2**63 - 1, doc="seed of every random stream", page=(0, 2**31 - 1, 1))
-    duration_s: float = _spec(180.0, 1.0, 7200.0, doc="seconds during which requests arrive")
+    duration_s: float = _spec(180.0, 1.0, 604_800.0, doc="seconds during which requests arrive")
     dynamic_text: str = _spec("none", choices=DYNAMIC_TEXT, doc="where per-request text sits in the prompt")
     traffic: Traffic = field(default_factory=Traffic)
     fleet: Fleet = field(default_factory=Fleet)
@@ -365,6 +377,8 @@ def parse_text(key: str, text: str) -> Any:
     if kind in (int, float):
         if spec.off and text.lower() in ("off", "none", "null", "never"):
             return None
+        if spec.unbounded and text.lower() == "none":
+            return None
         try:
             number = float(text)
         except ValueError:
@@ -380,6 +394,8 @@ def format_text(key: str, value: Any) -> str:
         return ",".join(e.to_text() for e in value)
     if value is None:
         return "off"
+    if value == math.inf:
+        return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -433,6 +449,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
             value = _as_dict(value)
         elif isinstance(value, tuple):
             value = [_as_dict(v) for v in value]
+        elif value == math.inf:  # no limit: JSON has no infinity, null reads back as one
+            value = None
         out[f.name] = value
     return out
 

@@ -6,9 +6,9 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from .config import TOKENS_PER_GB, Scenario
+from .config import Scenario
 from .loop import EventLoop
 from .memory import Memory
 from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
@@ -21,14 +21,16 @@ __all__ = ["FINISH", "ARRIVE", "SAMPLE", "Run", "simulate"]
 FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
 
 
-def simulate(scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
+def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
              force: dict[int, int] | None = None) -> Result:
     """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
-    `requests` come from a request source; by default the scenario's own
-    synthetic chat traffic (`traffic.generate`), which stops with
-    `TooManyRequests` past `limit` requests. `force` overrides the router's
-    choice for some requests (request id -> replica), for counterfactuals.
+    `requests` come from a request source, in arrival order; by default the
+    scenario's own synthetic chat traffic (`traffic.generate`), which stops
+    with `TooManyRequests` past `limit` requests. Any iterable will do (a
+    trace read as a stream): the run takes the next request only when the
+    one before it arrives. `force` overrides the router's choice for some
+    requests (request id -> replica), for counterfactuals.
     """
     return Run(scenario, requests, limit, force).finish()
 
@@ -41,14 +43,17 @@ class Run:
     """
 
     __slots__ = ("scenario", "requests", "replicas", "router", "memory", "force", "loop", "served", "bin_s", "backlog",
-                 "believed", "overestimated", "watch")
+                 "believed", "overestimated", "watch", "arrived", "_source", "_stream")
 
-    def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
+    def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.requests = generate(scenario, limit) if requests is None else requests
-        self.replicas = [Replica(i, int(fleet.memory_gb * TOKENS_PER_GB), fleet.cache, fleet.overhead_ms / 1000.0,
+        self._source = iter(self.requests)  # requests not yet arrived; the next one waits on the loop
+        self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
+        self.arrived = 0
+        self.replicas = [Replica(i, fleet.capacity_tokens(), fleet.cache, fleet.overhead_ms / 1000.0,
                                  fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
         self.router = make_router(scenario)
         approximate = scenario.router.view == "approximate"
@@ -61,8 +66,9 @@ class Run:
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
-        if self.requests:
-            self.loop.at(self.requests[0].arrival_s, ARRIVE, self._arrive, 0)
+        first = next(self._source, None)
+        if first is not None:
+            self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
         self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
 
     def step(self) -> bool:
@@ -75,7 +81,7 @@ class Run:
     def finish(self) -> Result:
         """Run every event left and measure the run."""
         self.loop.run()
-        return _measure(self.scenario, self.requests, self.served, self.replicas, self.backlog, self.bin_s,
+        return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
                         ratio(self.overestimated, self.believed))
 
     def _start(self, replica: Replica) -> None:
@@ -83,15 +89,19 @@ class Run:
         self.loop.at(replica.busy_until, FINISH, self._finish, replica)
 
     def _finish(self, replica: Replica) -> None:
-        self.served.append(replica.finish())
+        served = replica.finish()
+        if self._stream:  # no one else keeps a stream's requests: keep what is measured, not the prompt
+            served.request = served.request._replace(keys=(), sizes=())
+        self.served.append(served)
         if replica.queue:
             self._start(replica)
 
-    def _arrive(self, n: int) -> None:
-        requests, replicas, loop = self.requests, self.replicas, self.loop
-        request = requests[n]
-        if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
-            loop.at(requests[n + 1].arrival_s, ARRIVE, self._arrive, n + 1)
+    def _arrive(self, request: Request) -> None:
+        replicas, loop = self.replicas, self.loop
+        self.arrived += 1
+        following = next(self._source, None)
+        if following is not None:  # arrivals are sorted: keep only the next one on the heap
+            loop.at(following.arrival_s, ARRIVE, self._arrive, following)
         view = View(request, replicas, loop.now, self.memory)
         index = self.force.get(request.id, self.router.choose(view))
         if not 0 <= index < len(replicas):
@@ -117,10 +127,10 @@ class Run:
             self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
-def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Served],
+def _measure(scenario: Scenario, arrived: int, served: list[Served],
              replicas: list[Replica], backlog: list[list[float]], bin_s: float, overestimate: float) -> Result:
-    if len(served) != len(requests):
-        raise RuntimeError(f"served {len(served)} of {len(requests)} requests")
+    if len(served) != arrived:
+        raise RuntimeError(f"served {len(served)} of {arrived} requests")
     served.sort(key=lambda s: s.request.id)
     tokens_per_s = scenario.fleet.prefill_tokens_per_s
     n = len(replicas)

@@ -15,6 +15,7 @@ from typing import Any
 from .config import Scenario, ScenarioError
 from .engine import Run, simulate
 from .routers import BoundedHash, Cost, View
+from .traffic import generate
 
 __all__ = ["explain"]
 
@@ -42,9 +43,10 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
 
 def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
-    run = Run(scenario)
-    if not 0 <= request_id < len(run.requests):
-        raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {len(run.requests) - 1}")
+    requests = generate(scenario)
+    run = Run(scenario, requests)
+    if not 0 <= request_id < len(requests):
+        raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {len(requests) - 1}")
     seen: dict[str, Any] = {}
 
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
@@ -70,7 +72,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     ttft = [row["ttft_ms"] for row in seen["replicas"]]
     others = [i for i in range(len(ttft)) if i != chosen]
     best = min(others, key=lambda i: (ttft[i], i)) if others else chosen
-    request = run.requests[request_id]
+    request = requests[request_id]
     return {
         "request": request_id,
         "arrival_s": round(request.arrival_s, 6),

@@ -5,8 +5,9 @@ A routed request locks the prefix it matched, so that prefix stays while the
 request waits. A request that waited starts right after the one before it
 finished and cached its prompt, so the replica matches it again then and
 moves the lock; one that starts as it is routed keeps the match it has.
-When prefill ends, the replica caches the prompt and its answer and releases
-the lock. With the cache off, nothing matches and nothing is cached.
+When prefill ends, the replica caches the prompt and its answer (a replayed
+trace's request has no answer key: its prompt only) and releases the lock.
+With the cache off, nothing matches and nothing is cached.
 
 `backlog(now)` is the router's view of load: seconds of work queued and
 running, with queued work estimated from the match at routing time.
@@ -108,7 +109,10 @@ class Replica:
         self.running = None
         if self.cache:
             r = served.request
-            self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
+            if r.answer_key is None:  # a replayed trace: no later prompt could match a key made up for the answer
+                self.tree.insert(r.keys, r.sizes)
+            else:
+                self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
             self.tree.unlock(served.lock)  # type: ignore[arg-type]
             served.lock = None
         return served

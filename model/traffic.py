@@ -55,7 +55,7 @@ class Request(NamedTuple):
     sizes: tuple[int, ...]  # tokens of each segment
     user_tokens: int  # the new user turn only
     answer_tokens: int
-    answer_key: tuple  # the segment the answer adds after the prompt
+    answer_key: tuple | None  # the segment the answer adds after the prompt; None: the answer is not cached
     prompt_tokens: int  # sum(sizes)
     cacheable_tokens: int  # tokens before the first segment new in this request: no tree can hold more
     affinity: str  # what affinity routers (consistent hashing) hash: for chat, the system prompt

@@ -1,0 +1,156 @@
+"""Traces on the command line: `prefix-lab replay FILE` and `prefix-lab run --trace-out FILE`.
+
+The model reads and writes trace lines (`model.read_trace`, `model.trace_lines`);
+this module opens the files. A trace file is read in chunks of `CHUNK_BYTES`,
+twice (once to check it, once to replay it), so a trace of any length runs in
+the memory of one line plus the run's own records. A bad line ends the
+command with one line naming the file, the line number and what is wrong.
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from model import BLOCK_TOKENS, Result, Scenario, ScenarioError, TraceError, generate, replay, trace_lines
+
+from .cli import UsageError, format_summary, load_scenario
+
+__all__ = ["CHUNK_BYTES", "add_replay_verb", "add_trace_options", "open_trace", "positive_int", "replay_file",
+           "replay_keys_only", "trace_problem", "write_trace"]
+
+CHUNK_BYTES = 1 << 20
+REPLAY_KEYS = ("fleet.", "router.", "seed")  # what --set may change on a replay: the rest describes synthetic traffic
+
+
+def open_trace(path: str) -> Callable[[], Iterator[bytes]]:
+    """A function giving the file's chunks afresh on each call; UsageError now if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot read trace {path}: {reason}") from None
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_BYTES):
+                yield chunk
+    return chunks
+
+
+def replay_keys_only(sets: list[str], flag: str = "--set") -> None:
+    """UsageError if a `key=value` sets something a replay does not read (traffic, events, duration)."""
+    for item in sets:
+        key = item.partition("=")[0].strip()
+        if key and not key.startswith(REPLAY_KEYS):
+            raise UsageError(f"{flag} {key}: replayed traffic comes from the trace; set fleet.*, router.* or seed")
+
+
+def trace_problem(path: str, exc: Exception) -> str:
+    """One line naming the file, and the line in it when the problem is one line."""
+    return f"{path} {exc}" if isinstance(exc, TraceError) and exc.line else f"{path}: {exc}"
+
+
+def replay_file(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0) -> Result:
+    """Replay the trace at `path` on `scenario`; UsageError naming the file and line if it is bad."""
+    chunks = open_trace(path)
+    try:
+        return replay(scenario, chunks, block_tokens, speedup)
+    except TraceError as exc:
+        raise UsageError(trace_problem(path, exc)) from None
+    except ScenarioError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    except OSError as exc:  # the file went away between the two passes
+        raise UsageError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+
+
+def write_trace(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS) -> int:
+    """Write the scenario's synthetic traffic to `path` as a trace; returns the requests written."""
+    count = 0
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            for line in trace_lines(generate(scenario), block_tokens):
+                f.write(line + "\n")
+                count += 1
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return count
+
+
+def write_requests(result: Result, path: str) -> None:
+    """One JSON line per request record, to `path` ('-' for standard output)."""
+    lines = "".join(json.dumps(rec.to_dict()) + "\n" for rec in result.records)
+    if path == "-":
+        sys.stdout.write(lines)
+        return
+    try:
+        Path(path).write_text(lines, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replay(args: argparse.Namespace) -> int:
+    replay_keys_only(args.set)
+    scenario = load_scenario(None, args.set)
+    result = replay_file(scenario, args.trace, args.block_tokens, args.speedup)
+    if args.requests:
+        write_requests(result, args.requests)
+    if args.json:
+        data = result.to_dict()
+        data["trace"] = {"file": args.trace, "block_tokens": args.block_tokens, "speedup": args.speedup}
+        print(json.dumps(data, indent=1))
+    elif args.requests != "-":
+        print(f"trace {args.trace}, {args.block_tokens}-token blocks, speedup {args.speedup:g}")
+        print(format_summary(result))
+    return 0
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a number above 0")
+    return value
+
+
+def add_trace_options(p: Any, speedup: bool = True) -> None:
+    """--block-tokens (and --speedup) with their help, shared by replay, run and sweep."""
+    p.add_argument("--block-tokens", type=positive_int, default=BLOCK_TOKENS, metavar="N",
+                   help=f"tokens per hash id (default {BLOCK_TOKENS}, the public Mooncake traces')")
+    if speedup:
+        p.add_argument("--speedup", type=positive_float, default=1.0, metavar="X",
+                       help="divide every timestamp by X (default 1)")
+
+
+def add_replay_verb(verbs: Any) -> None:
+    """Register `prefix-lab replay`."""
+    p = verbs.add_parser("replay", help="replay a Mooncake trace (JSON Lines) on a fleet",
+                         description="Replay a trace: each line's request arrives at its timestamp, its prompt "
+                                     "is its hash_ids. Every fleet, router and memory setting applies; "
+                                     "fleet.memory_gb=none is a cache with no limit.")
+    p.add_argument("trace", metavar="FILE", help="trace file: one JSON object a line with timestamp (ms), "
+                                                "input_length, output_length and hash_ids")
+    add_trace_options(p)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a fleet.* or router.* key, e.g. fleet.replicas=8 (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
+    p.set_defaults(func=_replay)
+
