@@ -293,7 +293,8 @@ def _sweep(args: argparse.Namespace) -> int:
     keys = list(grid)
     for row, s in zip(rows, scenarios):
         for key in keys:
-            row[key] = s.get(key)
+            value = s.get(key)
+            row[key] = None if value == math.inf else value  # JSON has no infinity: no limit is null
     best = cheapest(rows, targets)
     data = {
         "grid": grid,

@@ -40,7 +40,7 @@ def plot_html(sweep: dict[str, Any]) -> str:
     best = sweep.get("cheapest")
     targets = [_target(t) for t in sweep.get("targets", [])]
 
-    panels = []
+    panels: list[Any] = []
     for n, (name, label, scale) in enumerate(PANELS):
         shared = {"x_range": panels[0].x_range} if panels else {}
         fig = figure(width=860, height=250, y_axis_type=scale, toolbar_location=None, y_axis_label=label, **shared)

@@ -224,47 +224,49 @@ def _check_settings(block_tokens: int, speedup: float) -> None:
 def _lines(chunks: Chunks) -> Iterator[tuple[int, int, Any]]:
     """(line number, bytes read so far, line) for every non-blank line; raises on a line past the limit.
 
-    Lines end with a newline, and a carriage return before it is dropped. A
-    line that is still growing past the limit is refused before it is whole.
+    Lines end with a newline, and a carriage return before it is dropped, as is
+    a byte-order mark before the first. A line still growing past the limit is
+    refused before it is whole.
     """
     pending: Any = None  # the line read so far, not yet ended
     newline: Any = None
-    cr: Any = None
     number = read = 0
     for chunk in chunks:
         if not chunk:
             continue
         if newline is None:
-            text = isinstance(chunk, str)
-            newline, cr, pending = ("\n", "\r", "") if text else (b"\n", b"\r", b"")
-            bom: Any = "\ufeff" if text else b"\xef\xbb\xbf"
-            if chunk.startswith(bom):  # a byte-order mark: not part of the data
-                chunk = chunk[len(bom):]
+            newline, pending = ("\n", "") if isinstance(chunk, str) else (b"\n", b"")
         read += len(chunk)
         parts = chunk.split(newline)
         if len(parts) > 1:
             parts[0] = pending + parts[0]
-            for line in parts[:-1]:
+            for text in parts[:-1]:
                 number += 1
-                if line.endswith(cr):
-                    line = line[:-1]
-                if len(line) > MAX_LINE_BYTES:
-                    raise TraceError(number, _too_long())
-                if line.strip():
-                    yield number, read, line
+                text = _trimmed(text, number)
+                if text.strip():
+                    yield number, read, text
             pending = parts[-1]
         else:
             pending += parts[0]
-        if len(pending) > MAX_LINE_BYTES + 1:  # + 1: a carriage return before a newline still to come
+        if len(pending) > MAX_LINE_BYTES + 3:  # + 3: a carriage return or a byte-order mark still to be dropped
             raise TraceError(number + 1, _too_long())
     if pending:
         number += 1
-        if pending.endswith(cr):
-            pending = pending[:-1]
-        if len(pending) > MAX_LINE_BYTES:
-            raise TraceError(number, _too_long())
-        if pending.strip():
-            yield number, read, pending
+        text = _trimmed(pending, number)
+        if text.strip():
+            yield number, read, text
+
+
+def _trimmed(line: Any, number: int) -> Any:
+    """A line without its carriage return (and the first without a byte-order mark); TraceError if too long."""
+    cr, bom = ("\r", "\ufeff") if isinstance(line, str) else (b"\r", b"\xef\xbb\xbf")
+    if line.endswith(cr):
+        line = line[:-1]
+    if number == 1 and line.startswith(bom):
+        line = line[len(bom):]
+    if len(line) > MAX_LINE_BYTES:
+        raise TraceError(number, _too_long())
+    return line
 
 
 def _too_long() -> str:
