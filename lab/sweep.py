@@ -295,7 +295,7 @@ def _sweep(args: argparse.Namespace) -> int:
         for key in keys:
             value = s.get(key)
             row[key] = None if value == math.inf else value  # JSON has no infinity: no limit is null
-    best = cheapest(rows, targets)
+    best = cheapest(rows, targets) if targets else None
     data = {
         "grid": grid,
         "base": base.to_dict(),

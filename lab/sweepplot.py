@@ -7,6 +7,7 @@ those figures is a dashed line; the cheapest setup meeting every target is a
 star on each panel and is named in the heading.
 """
 
+from pathlib import PurePath
 from typing import Any
 
 __all__ = ["plot_html"]
@@ -110,9 +111,12 @@ def _colours(n: int) -> list[str]:
 
 def _heading(sweep: dict[str, Any], x_key: str, keys: list[str]) -> str:
     traffic = sweep.get("traffic")
-    source = (f"replayed trace <code>{_escape(traffic['file'])}</code> ({traffic['block_tokens']}-token blocks, "
-              f"speedup {traffic['speedup']:g})" if traffic else "the lab's synthetic chat traffic")
+    source = (f"replayed trace <code>{_escape(PurePath(traffic['file']).name)}</code> ({traffic['block_tokens']}-token "
+              f"blocks, speedup {traffic['speedup']:g})" if traffic else "the lab's synthetic chat traffic")
     text = f"<h3 style='margin:4px 0'>prefix-lab sweep: {len(sweep['rows'])} setups on {source}</h3>"
+    fixed = _fixed(sweep, keys)
+    if fixed:
+        text += f"<p style='margin:2px 0'>Every setup: {_escape(fixed)}.</p>"
     best = sweep.get("cheapest")
     targets = " and ".join(sweep.get("targets", []))
     if targets:
@@ -126,6 +130,16 @@ def _heading(sweep: dict[str, Any], x_key: str, keys: list[str]) -> str:
                      f"{row['ttft_p99_ms']:,.0f} ms, hit rate {row['hit_rate'] * 100:.1f}%, "
                      f"{row['prefill_gpu_s']:,.0f} GPU-s of prefill.</p>")
     return text
+
+
+def _fixed(sweep: dict[str, Any], keys: list[str]) -> str:
+    """The base scenario's keys that differ from the defaults (traffic keys too, unless a trace replaces them)."""
+    from model import Scenario
+
+    base, default = Scenario.from_dict(sweep["base"]).to_text(), Scenario().to_text()
+    skip = ("traffic.", "duration_s", "dynamic_text", "events") if sweep.get("traffic") else ()
+    return ", ".join(f"{k}={v}" for k, v in base.items()
+                     if v != default[k] and k not in keys and not k.startswith(skip))
 
 
 def _escape(text: str) -> str:
