@@ -269,6 +269,8 @@ def _text(value: Any) -> str:
 def _sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)
     targets = [parse_target(t) for t in args.target]
+    if args.traffic is None and (args.block_tokens != BLOCK_TOKENS or args.speedup != 1.0):
+        raise UsageError("--block-tokens and --speedup read a trace: give it with --traffic FILE")
     if args.traffic is not None:
         replay_keys_only(args.set)
         replay_keys_only([f"{k}=" for k in grid], "--grid")

@@ -135,7 +135,7 @@ def scan_trace(chunks: Chunks, block_tokens: int = BLOCK_TOKENS, progress: Progr
             progress(count, read)
     if not count:
         raise TraceError(0, "the trace has no requests")
-    if progress is not None:
+    if progress is not None and count % PROGRESS_EVERY:
         progress(count, read)
     return TraceInfo(count, first, last, prompt_tokens, output_tokens, blocks)
 
