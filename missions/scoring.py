@@ -80,6 +80,7 @@ class Mission:
     goal: tuple[Threshold, ...]  # all must hold to pass (one star)
     two_stars: tuple[Threshold, ...]
     three_stars: tuple[Threshold, ...]
+    requires: tuple[str, ...] = ()  # ids of the missions that must each have a star before this one opens
 
     def goal_text(self) -> str:
         return "; ".join(t.text() for t in self.goal)
@@ -89,7 +90,7 @@ class Mission:
             "id": self.id, "title": self.title, "brief": self.brief, "goal": self.goal_text(),
             "two_stars": "; ".join(t.text() for t in self.two_stars),
             "three_stars": "; ".join(t.text() for t in self.three_stars),
-            "controls": list(self.controls), "start": self.start.to_dict(),
+            "controls": list(self.controls), "requires": list(self.requires), "start": self.start.to_dict(),
         }
 
 

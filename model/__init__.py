@@ -7,7 +7,19 @@ Pyodide, and the same scenario always gives the same result.
 Other packages import from here only: these names are the model's public surface.
 """
 
-from .config import KEYS, Event, Routing, Scenario, ScenarioError, describe, format_text, parse_events, spec_of
+from .config import (
+    BURST_FACTOR,
+    EVENT_MAX_DURATION_S,
+    KEYS,
+    Event,
+    Routing,
+    Scenario,
+    ScenarioError,
+    describe,
+    format_text,
+    parse_events,
+    spec_of,
+)
 from .engine import Run, simulate
 from .hindsight import explain
 from .metrics import Result, percentile
@@ -18,7 +30,7 @@ from .routers import ROUTERS, View
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
-    "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
+    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
     "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
     "spec_of", "stream",
 ]

@@ -5,7 +5,8 @@
 // delta against the current hash; the worker answers with the new hash and JSON patches
 // ({bokeh: {model name: {prop: value}}, dom: {selector: {text|html|attrs}}}) which
 // `apply` writes into the page. All logic lives in Python (lab/view.py); this file only
-// moves messages and patches. document.documentElement.dataset.lab says where we are:
+// moves messages and patches, and names no control: what a control does is declared in
+// lab/controls.py. document.documentElement.dataset.lab says where we are:
 // "booting" until the worker can compute, "busy" while it does, "ready" otherwise
 // ("error" if the simulator could not start).
 
@@ -218,11 +219,13 @@ function changed(name, value, prop) {
   enqueue({ controls: { [name]: value } });
 }
 
-function action(request) {
+// A button pressed. `inputNames` are the widgets whose values the action reads (the
+// layout declares them with the button), sent along as `inputs`.
+function action(request, inputNames = []) {
   if (applying) return;
   const index = models();
   const inputs = {};
-  for (const name of ["evt:at", "evt:duration", "evt:factor"]) {
+  for (const name of inputNames) {
     const model = index.get(name);
     if (model) inputs[name] = model.value;
   }
