@@ -16,6 +16,11 @@ was: a link of an older schema is read with its old names mapped to the new
 ones, each with a notice. A link of a newer schema is read as well as this
 version can, with a notice.
 
+Hostile links stay cheap. A hash longer than `MAX_HASH` characters is not
+read at all; a key given more than once counts once, by its last value; at
+most `MAX_EVENT_PARTS` events are tried; and at most `MAX_NOTICES` notices
+are kept, the last saying how many more were dropped.
+
 Values are percent-encoded, except for the characters event lists use
 (`@ + , :` are written as they are). `+` stays a plus: the hash is read with
 `unquote`, never as a form, so it never turns into a space.
@@ -24,15 +29,19 @@ Values are percent-encoded, except for the characters event lists use
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from model import KEYS, Scenario, ScenarioError, format_text, parse_events
+from model import KEYS, MAX_EVENTS, Scenario, ScenarioError, format_text, parse_events
 
-__all__ = ["PAGE_KEYS", "RENAMES", "SCHEMA", "HashState", "Rename", "read_hash", "write_hash"]
+__all__ = ["MAX_HASH", "MAX_NOTICES", "PAGE_KEYS", "RENAMES", "SCHEMA", "HashState", "Rename", "capped", "read_hash",
+           "write_hash"]
 
 PAGE_KEYS = ("mission", "unlock")  # state of the page itself, not of the scenario
 VERSION_KEY = "v"
 UNVERSIONED = 1  # the schema of a hash without `v`
 SCHEMA = 1  # the schema this code writes; raise it with every entry added to RENAMES
 _SAFE = "@,:+"  # left as they are; everything else is percent-encoded
+MAX_HASH = 8192  # characters: every real setup is a few hundred
+MAX_EVENT_PARTS = 2 * MAX_EVENTS  # events tried from one link, valid or not
+MAX_NOTICES = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +71,12 @@ def read_hash(text: str, base: Scenario | None = None, *, schema: int = SCHEMA,
     scenario = base or Scenario()
     page: dict[str, str] = {}
     notices: list[str] = []
-    raw = []
-    for part in text.lstrip("#").split("&"):
+    text = text.lstrip("#")
+    if len(text) > MAX_HASH:
+        return HashState(scenario, page, (f"This link's settings are {len(text):,} characters long, more than a lab "
+                                          f"setup needs ({MAX_HASH:,}); showing the default setup instead.",), schema)
+    last: dict[str, str] = {}  # a key given twice counts once, by its last value
+    for part in text.split("&"):
         if not part:
             continue
         key, eq, value = part.partition("=")
@@ -71,8 +84,9 @@ def read_hash(text: str, base: Scenario | None = None, *, schema: int = SCHEMA,
         if not eq:
             notices.append(f"Ignored '{_clip(key)}': settings look like key=value.")
         else:
-            raw.append((key, value))
-    version, raw = _version(raw, schema, notices)
+            last.pop(key, None)
+            last[key] = value
+    version, raw = _version(list(last.items()), schema, notices)
     pairs = []
     for key, value in _renamed(raw, version, schema, renames, notices):
         if key in PAGE_KEYS:
@@ -92,7 +106,15 @@ def read_hash(text: str, base: Scenario | None = None, *, schema: int = SCHEMA,
         except ScenarioError as exc:
             default = format_text(key, scenario.get(key))
             notices.append(f"Ignored {key}={_clip(value)}: {_reason(exc)} Using {default}.")
-    return HashState(scenario, page, tuple(notices), version)
+    return HashState(scenario, page, capped(notices), version)
+
+
+def capped(notices: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """At most `MAX_NOTICES`, the last of them saying how many more there were."""
+    if len(notices) <= MAX_NOTICES:
+        return tuple(notices)
+    kept = MAX_NOTICES - 1
+    return (*notices[:kept], f"…and {len(notices) - kept:,} more notices like these, not shown.")
 
 
 def _version(pairs: list[tuple[str, str]], schema: int, notices: list[str]) -> tuple[int, list[tuple[str, str]]]:
@@ -135,7 +157,11 @@ def _renamed(pairs: list[tuple[str, str]], version: int, schema: int, renames: t
 def _with_events(scenario: Scenario, text: str, notices: list[str]) -> Scenario:
     """Add the events of `text` one by one, dropping those that do not parse or fit."""
     kept: list = []  # Event values: with_values takes them as they are
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    parts = [p for p in (p.strip() for p in text.split(",")) if p]
+    if len(parts) > MAX_EVENT_PARTS:
+        notices.append(f"This link lists {len(parts):,} events; the lab reads the first {MAX_EVENT_PARTS} "
+                       f"(and keeps at most {MAX_EVENTS}).")
+    for part in parts[:MAX_EVENT_PARTS]:
         try:
             candidate = scenario.with_values({"events": [*kept, *parse_events(part)]})
         except ScenarioError as exc:

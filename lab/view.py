@@ -32,11 +32,11 @@ from types import MappingProxyType
 from typing import Any
 
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, simulate
+from model import Result, Scenario, ScenarioError, TooManyRequests, generate, simulate
 
 from . import missionview
 from .controls import control_patches, event_input_patches, read_controls, read_event_inputs
-from .urlstate import read_hash, write_hash
+from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "State", "answer", "derive", "handle", "handle_json", "patches", "read_state",
            "render", "settle", "update"]
@@ -171,35 +171,40 @@ def _with_event_action(state: State, action: Mapping[str, Any]) -> State:
     return state.noting(f"Unknown action {str(kind)[:40]!r} ignored.")
 
 
-def expected_requests(scenario: Scenario) -> float:
-    """About how many requests a scenario sends: sessions (bursts included) times turns."""
-    seconds = scenario.duration_s
-    for e in scenario.events_of("burst"):
-        seconds += (min(e.ends_s(), scenario.duration_s) - e.at_s) * (e.factor - 1)
-    return scenario.traffic.session_rate * seconds * scenario.traffic.turns_mean
-
-
 def _within_budget(state: State) -> State:
-    """Keep the page responsive: a setup far bigger than the lab's goes back to the default size."""
+    """Keep the page responsive: a setup sending more than `PAGE_BUDGET` requests is shown at the lab's size.
+
+    The requests are counted, not estimated (overlapping bursts multiply the
+    rate), and the count stops as soon as it passes the budget. Setups at
+    most half the budget by the plain rate x duration x turns estimate, the
+    lab's own sizes, skip the count.
+    """
     scenario = state.scenario
-    estimate = expected_requests(scenario)
-    if estimate <= PAGE_BUDGET:
+    t = scenario.traffic
+    rough = t.session_rate * scenario.duration_s * t.turns_mean
+    if not scenario.events_of("burst") and rough <= PAGE_BUDGET / 2:
         return state
+    try:
+        generate(scenario, limit=PAGE_BUDGET)
+        return state
+    except TooManyRequests:
+        pass
     default = Scenario()
     smaller = scenario.with_values({"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
                                     "traffic.turns_mean": default.traffic.turns_mean,
-                                    "events": [e for e in scenario.events if e.at_s < default.duration_s]})
+                                    "events": [e for e in scenario.events
+                                               if e.kind != "burst" and e.at_s < default.duration_s]})
     return dataclasses.replace(state, scenario=smaller).noting(
-        f"That setup would simulate about {estimate:,.0f} requests, more than the page runs per change "
-        f"({PAGE_BUDGET:,}); using the default duration and rate. The command line (prefix-lab run) runs "
-        "setups of any size.")
+        f"That setup sends more than {PAGE_BUDGET:,} requests, more than the page simulates per change; showing it "
+        "with the lab's duration and rate and without its bursts. The command line (prefix-lab run) runs setups "
+        "of any size.")
 
 
 # -- what follows from it --------------------------------------------------------
 
 def derive(state: State) -> Derived:
     """Simulate the state's scenario and score it on the chosen mission."""
-    result = simulate(state.scenario)
+    result = simulate(state.scenario, limit=PAGE_BUDGET)  # settle() kept it within: this bounds the work regardless
     mission, _ = missionview.chosen(state.page, state.progress)
     verdict = None if mission is None else score(mission, state.scenario, result)
     progress = missionview.with_stars(state.progress, mission, verdict)
@@ -217,7 +222,7 @@ def _summary(result: Result) -> dict:
 
 def answer(state: State, derived: Derived) -> dict:
     """The answer to the page: its new hash, notices, headline, progress to keep, and patches."""
-    return {"hash": write_hash(state.scenario, dict(state.page)), "notices": list(state.notices),
+    return {"hash": write_hash(state.scenario, dict(state.page)), "notices": list(capped(state.notices)),
             "summary": dict(derived.summary), "progress": dict(derived.progress), "patches": patches(state, derived)}
 
 
@@ -238,7 +243,7 @@ def patches(state: State, derived: Derived) -> dict:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
-    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in state.notices)}
+    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in capped(state.notices))}
     dom["#readout"] = {"text": _readout(scenario, derived.result)}
     return {"bokeh": bokeh, "dom": dom}
 

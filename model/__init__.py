@@ -11,6 +11,7 @@ from .config import (
     BURST_FACTOR,
     EVENT_MAX_DURATION_S,
     KEYS,
+    MAX_EVENTS,
     Event,
     Routing,
     Scenario,
@@ -30,7 +31,7 @@ from .routers import ROUTERS, View
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
-    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
+    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
     "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
     "spec_of", "stream",
 ]
