@@ -9,6 +9,7 @@ Booting Pyodide takes seconds a page, so the tests of a module that do not
 interfere share one booted page (`lab`, module-scoped); `fresh_lab` hands it
 to a test after `reset_lab` has put it back to a state a new page would have.
 Tests of booting, aborted routes, reloads or embedding open their own (`page`).
+Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 """
 
 import functools
