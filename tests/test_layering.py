@@ -1,6 +1,7 @@
 """Imports point one way, and the code that runs in the browser needs nothing beyond the standard library."""
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,13 +46,18 @@ def test_the_view_code_run_by_pyodide_needs_no_panel_bokeh_or_tornado(path):
     assert found <= set(sys.stdlib_module_names) | {"model", "missions", "lab"}, found
 
 
-def test_importing_the_model_has_no_side_effects():
-    import random
+# Run in a fresh interpreter: in this one another test may have imported these modules already.
+IMPORT_IN_A_FRESH_INTERPRETER = """
+import random, sys
+state = random.getstate()
+import model, missions, lab.view, lab.urlstate, lab.missionview
+assert random.getstate() == state, "importing moved the shared random generator"
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("panel", "bokeh", "tornado"))
+assert not heavy, f"the browser-side code imported {heavy[:5]}"
+"""
 
-    state = random.getstate()
-    import importlib
 
-    import model
-
-    importlib.reload(model)
-    assert random.getstate() == state
+def test_importing_the_browser_side_code_touches_no_global_random_state_and_no_panel_bokeh_or_tornado():
+    done = subprocess.run([sys.executable, "-c", IMPORT_IN_A_FRESH_INTERPRETER], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
