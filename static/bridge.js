@@ -137,10 +137,10 @@ let progress = loadProgress();
 // -- the simulator's worker: started, watched, replaced -------------------------------
 //
 // A busy worker reads no messages, and interrupting Pyodide needs a SharedArrayBuffer that
-// embeds and static copies do not have, so a computation is never interrupted: a worker
+// embeds and static copies do not have, so a computation cannot be interrupted: a worker
 // that is stuck is replaced. The page's state is all in the URL, so a new worker loses
 // nothing. The per-change work is bounded in Python (lab/view.py counts requests against
-// its budget); these limits catch what that cannot: a boot that never ends, a worker that
+// its budget); these limits catch what that cannot: a boot that does not end, a worker that
 // dies, a machine far slower than planned.
 // `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
 const limits = window.prefixLabLimits ?? {};

@@ -161,7 +161,9 @@ def reset_lab(page, fragment=""):
     the hash is set, and localStorage is cleared. Each change waits for the page's answer to it: one more
     view applied and `data-lab` back at `ready`.
     """
-    from lab.view import EVENT_INPUTS
+    from lab.controls import EVENT_INPUTS
+
+    defaults = {i.name: i.default for i in EVENT_INPUTS}
 
     page.wait_for_function(SETTLED, timeout=60_000)
     assert page.evaluate("document.documentElement.dataset.lab") == "ready", "the shared lab page is not ready"
@@ -172,7 +174,7 @@ def reset_lab(page, fragment=""):
                 for (const tag of model.tags ?? []) if (tag in inputs) model.value = inputs[tag];
         document.activeElement?.blur();
         window.scrollTo(0, 0);
-    }""", EVENT_INPUTS)
+    }""", defaults)
     if page.evaluate("location.hash.slice(1)") != fragment:
         _change_and_wait(page, f"location.hash = {json.dumps(fragment)}")
     page.evaluate("localStorage.clear()")  # a new page has nothing stored, not even '{}'

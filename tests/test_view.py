@@ -116,7 +116,7 @@ def test_facilitator_flag_unlocks_everything_and_bad_progress_is_dropped():
 
 def test_a_setup_too_big_for_the_page_falls_back_to_the_default_size():
     view = handle({"hash": "duration_s=7200&traffic.session_rate=50&fleet.replicas=8&events=burst@60+30x2,timestamp@4000"})
-    assert "more than the page runs" in view["notices"][0]
+    assert "more than the page simulates per change" in view["notices"][0]
     assert view["hash"] == "fleet.replicas=8&events=burst@60+30x2"
     assert view["summary"]["requests"] < 2000
 
