@@ -287,7 +287,6 @@ def _copy_bokeh_panel(out: Path) -> None:
     _copy(dist / "panel.min.js", target / "panel.min.js")
     shutil.copytree(dist / "css", target / "css")
     shutil.copytree(dist / "bundled" / "theme", target / "bundled" / "theme")
-    shutil.copytree(dist / "bundled" / "reactiveesm", target / "bundled" / "reactiveesm")
 
 
 def _write_pages(out: Path, wheel: str) -> None:
@@ -319,7 +318,8 @@ def _write_pages(out: Path, wheel: str) -> None:
         template.add_variable("boot_script", (STATIC / "boot.js").read_text(encoding="utf-8"))
         path = out / filename
         template.save(str(path), resources=Resources(mode="server", root_url="./"))
-        text = _defer_scripts(path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/"))
+        text = path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/")
+        text = _defer_scripts(_drop_module_shims(text))
         _check_local(filename, text)
         path.write_text(text, encoding="utf-8")
 
@@ -334,6 +334,18 @@ def _defer_scripts(text: str) -> str:
     """
     text = re.sub(r'<script type="text/javascript">\s*Bokeh\.set_log_level\("info"\);\s*</script>', "", text)
     return text.replace('<script type="text/javascript" src=', '<script defer type="text/javascript" src=')
+
+
+def _drop_module_shims(text: str) -> str:
+    """Leave out es-module-shims, which Panel adds for ReactiveESM components.
+
+    The lab has none, and the shim's start-up feature test loads a `blob:`
+    script, which the server's Content-Security-Policy refuses (a console error
+    on every load). A page that gains an ESM component must bring the shim back
+    and allow `blob:` in script-src.
+    """
+    text = re.sub(r'<script type="esms-options">[^<]*</script>\s*', "", text)
+    return re.sub(r'<script[^>]*src="[^"]*es-module-shims[^"]*"[^>]*></script>\s*', "", text)
 
 
 def _check_local(filename: str, text: str) -> None:
