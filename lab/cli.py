@@ -301,5 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped early (| head): not an error worth a word
         _drop_stdout()
         return 141
+    except OSError as exc:  # a write of serve's own (its address line), or a file a verb touched
+        try:
+            sys.stdout.flush()
+        except OSError:
+            _drop_stdout()
+        return _error(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
     except KeyboardInterrupt:
         return 130

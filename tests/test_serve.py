@@ -197,6 +197,13 @@ def test_serve_binds_before_building(tmp_path, capsys):
     assert not (tmp_path / "s").exists()  # nothing was built for a server that cannot start
 
 
+def test_serve_with_its_output_on_a_full_disk_is_one_line(server):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "lab", "serve", "--dir", str(server["site"]), "--port", "0"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == "prefix-lab: error: No space left on device\n"
+
+
 @pytest.mark.parametrize("verb", [["build", "--out"], ["serve", "--port", "0", "--dir"]])
 def test_an_unwritable_site_folder_is_one_line(verb, tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
