@@ -236,6 +236,26 @@ def test_a_missing_pyodide_is_named_with_the_fix(tmp_path, monkeypatch, capsys):
     assert err.count("\n") == 1 and "run 'npm ci'" in err
 
 
+def test_the_lab_modules_import_one_another_without_a_cycle():
+    """Imports inside functions count too: serve once imported the CLI's error type from within serve()."""
+    import ast
+    from graphlib import CycleError, TopologicalSorter
+
+    folder = os.path.dirname(build.__file__)
+    graph = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name)) as f:
+                tree = ast.parse(f.read())
+            graph[name[:-3]] = {node.module.split(".")[0] for node in ast.walk(tree)
+                                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {exc.args[1]}")
+    assert "cli" not in graph["serve"] and "cli" not in graph["build"]
+
+
 def test_serve_rejects_a_bad_port_in_one_line(capsys, tmp_path):
     assert main(["serve", "--dir", str(tmp_path / "s"), "--port", "70000"]) == 2
     err = capsys.readouterr().err
