@@ -11,7 +11,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EventLoop"]
+__all__ = ["ARRIVE", "FINISH", "SAMPLE", "STEP", "EventLoop"]
+
+FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
+STEP = FINISH  # serving mode: a step's end, like a prefill's end, comes before arrivals at the same time
 
 
 class EventLoop:
