@@ -1,6 +1,8 @@
 """prefix-lab's simulation: seeded chat traffic on a fleet of prefix-caching replicas.
 
-`simulate(Scenario())` runs the lab's default scenario. Standard library only,
+`simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
+serving mode (batched decode under one KV budget, on a hardware profile from
+`hardware.*`). Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
@@ -9,15 +11,17 @@ Other packages import from here only: these names are the model's public surface
 
 from .config import KEYS, Event, Routing, Scenario, ScenarioError, describe, format_text, parse_events, spec_of
 from .engine import Run, simulate
+from .hardware import PRESETS, build, profile_of
 from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .routers import ROUTERS, View
+from .serving_run import ServingRun
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
-    "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
-    "ScenarioError", "TooManyRequests", "View", "describe", "format_text", "generate", "parse_events", "percentile", "simulate",
-    "spec_of", "stream",
+    "KEYS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
+    "ScenarioError", "ServingRun", "TooManyRequests", "View", "build", "describe", "format_text", "generate",
+    "parse_events", "percentile", "profile_of", "simulate", "spec_of", "stream",
 ]

@@ -212,4 +212,5 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
         requests_configured=tuple(len(recs) for recs in by_bin),
         tpot_p99_ms=(None,) * BINS,
+        stall_p99_ms=(None,) * BINS,
     )

@@ -162,7 +162,7 @@ def build(preset: str, overrides: dict[str, float] | None = None, *, lab_tokens_
     The lab preset ignores overrides of its speed (it takes `lab_tokens_per_s`, `lab_overhead_s`);
     its KV shape may still be overridden.
     """
-    p = PRESETS[preset]._replace(**(overrides or {}))
+    p = PRESETS[preset]._replace(**(overrides or {}))  # type: ignore[arg-type]
     kvb = kv_bytes_per_token(p.layers, p.kv_heads, p.head_dim, p.bytes_per_value)
     if preset == "lab":
         return Profile(preset, 1.0, lab_tokens_per_s, lab_overhead_s, kvb, 0.0, 0.0)

@@ -12,7 +12,9 @@ that, when the request was routed, another replica held.
 Serving mode's figures (None in lab mode): `e2e` is arrival to last token;
 `tpot` a request's time per output token after the first,
 (e2e - ttft) / (answer_tokens - 1), over requests with two or more;
-`tokens_per_s` answer tokens over the same span as throughput.
+`stall` a request's longest wait between two of its tokens (a long
+prefill that decodes wait for shows here first); `tokens_per_s` answer
+tokens over the same span as throughput.
 `offered_rps` is requests sent inside the window per second of it;
 `configured_rps` the same for the open-loop schedule the traffic settings
 describe (lab mode sends exactly that; serving mode's sessions wait for
@@ -54,6 +56,7 @@ class RequestRecord(NamedTuple):
     ttft_ms: float
     e2e_ms: float | None = None  # arrival to last token (serving mode)
     tpot_ms: float | None = None  # per output token after the first (serving mode, two tokens or more)
+    stall_ms: float | None = None  # longest wait between two of its tokens (serving mode, two tokens or more)
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -89,6 +92,7 @@ class Series:
     kv_cached_tokens: tuple[tuple[int, ...], ...]
     requests_configured: tuple[int, ...]  # open-loop sends in the bin (serving mode: what the settings ask for)
     tpot_p99_ms: tuple[float | None, ...]  # over requests arriving in the bin (None in lab mode)
+    stall_p99_ms: tuple[float | None, ...]  # the same, of each request's longest wait between two tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {name: _lists(getattr(self, name)) for name in self.__slots__}
@@ -115,6 +119,8 @@ class Result:
     tpot_p99_ms: float | None = None
     e2e_p50_ms: float | None = None
     e2e_p99_ms: float | None = None
+    stall_p50_ms: float | None = None  # of each request's longest wait between two tokens
+    stall_p99_ms: float | None = None
     tokens_per_s: float | None = None  # answer tokens a second, over the fleet
     offered_rps: float = 0.0  # requests sent inside the window, per second
     configured_rps: float = 0.0  # open-loop requests inside the window, per second
@@ -126,7 +132,7 @@ class Result:
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "tpot_p50_ms", "tpot_p99_ms",
-               "e2e_p50_ms", "e2e_p99_ms", "tokens_per_s", "offered_rps", "configured_rps", "rejected")
+               "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps", "configured_rps", "rejected")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""

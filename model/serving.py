@@ -46,22 +46,63 @@ request whose prompt and answer exceed the whole budget is rejected.
 """
 
 import heapq
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
 from .hardware import Profile
-from .loop import STEP, EventLoop
+from .loop import START, STEP, EventLoop
 from .radix import Node, RadixTree
 from .traffic import Request
 
-__all__ = ["Seq", "ServingReplica"]
+__all__ = ["Seq", "ServingReplica", "Stalls"]
+
+
+class Stalls:
+    """The gaps between a replica's token steps, kept so each sequence can ask for its longest one.
+
+    Token steps come in segments (a run of decode steps, or one step that also prefilled); a
+    sequence's steps are whole segments, from the one after it joined to the one it ends in.
+    A segment stores its first step's end and its longest gap after the first step (the last,
+    as steps only grow within a run); the longest gap of every segment, the first one's
+    counted from the replica's previous token, goes on a monotonic stack for suffix maxima.
+    """
+
+    __slots__ = ("last_token_s", "first_end", "tail", "stack_at", "stack_gap")
+
+    def __init__(self) -> None:
+        self.last_token_s = 0.0  # end of the last step that made decode tokens
+        self.first_end: list[float] = []  # [segment]: end of its first step
+        self.tail: list[float] = []  # [segment]: longest gap after its first step (0: one step)
+        self.stack_at: list[int] = []  # segments whose longest gap no later segment reaches, in order
+        self.stack_gap: list[float] = []
+
+    def add(self, first_end: float, tail: float, end: float) -> None:
+        """A segment of token steps ending at `end`: its first step ended at `first_end`."""
+        gap = max(first_end - self.last_token_s, tail)
+        while self.stack_gap and self.stack_gap[-1] <= gap:
+            self.stack_at.pop()
+            self.stack_gap.pop()
+        self.stack_at.append(len(self.first_end))
+        self.stack_gap.append(gap)
+        self.first_end.append(first_end)
+        self.tail.append(tail)
+        self.last_token_s = end
+
+    def longest(self, first: int, first_token_s: float) -> float:
+        """The longest gap between tokens of a sequence whose first token came at `first_token_s` and
+        whose decode steps are segment `first` to the last one added."""
+        gap = max(self.first_end[first] - first_token_s, self.tail[first])
+        if first + 1 < len(self.first_end):
+            gap = max(gap, self.stack_gap[bisect_left(self.stack_at, first + 1)])
+        return gap
 
 
 class Seq:
     """One request on a serving replica, from routing to its last token."""
 
     __slots__ = ("request", "replica", "lock", "cached_tokens", "held_elsewhere", "estimate_s", "todo", "uncached",
-                 "join", "admitted_s", "first_token_s", "done_s")
+                 "join", "segment", "admitted_s", "first_token_s", "done_s", "stall_s")
 
     def __init__(self, request: Request, replica: int, estimate_s: float) -> None:
         self.request = request
@@ -73,9 +114,11 @@ class Seq:
         self.todo = 0  # prompt tokens still to compute
         self.uncached = 0  # prompt tokens it computes: held outside the tree until its prefill ends
         self.join = 0  # the replica's step count when it began decoding
+        self.segment = 0  # the replica's first segment of token steps after it began decoding (see Stalls)
         self.admitted_s = 0.0
         self.first_token_s = 0.0
         self.done_s = 0.0
+        self.stall_s: float | None = None  # longest gap between two of its tokens (None: one token)
 
 
 class ServingReplica:
@@ -84,7 +127,7 @@ class ServingReplica:
     __slots__ = ("index", "profile", "tree", "cache", "budget", "chunked", "token_budget", "max_running", "loop",
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "lazy", "last_routed", "t0", "run_steps", "run_kv", "chunks",
-                 "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s")
+                 "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s", "stalls")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -123,6 +166,7 @@ class ServingReplica:
         self.busy: list[list[float]] = []  # [start, end] spans of steps, merged when they touch
         self.busy_s = 0.0
         self.prefill_s = 0.0  # prefill compute: prompt tokens computed × seconds per token
+        self.stalls = Stalls()
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -170,8 +214,9 @@ class ServingReplica:
         first = not self.waiting
         self.waiting.append(seq)
         self.queued_work_s += seq.estimate_s
-        if self.end_s is None:
-            self._plan(now)
+        if self.end_s is None:  # idle: start once every request arriving at this instant is queued
+            self.end_s, self.epoch = now, self.epoch + 1
+            self.loop.at(now, START, self._start, self.epoch)
         elif first and self.run_steps and self.n_dec + len(self.prefilling) < self.max_running:
             self._cut(now)
         return seq
@@ -184,6 +229,10 @@ class ServingReplica:
             self.end_s = max(now, self.t0 + self.profile.decode_steps_s(steps, self.n_dec, self.run_kv))
             self.epoch += 1
             self.loop.at(self.end_s, STEP, self._step_end, self.epoch)
+
+    def _start(self, epoch: int) -> None:
+        if epoch == self.epoch:
+            self._plan(self.loop.now)
 
     # -- the scheduling rule ----------------------------------------------------
     def _plan(self, now: float) -> None:
@@ -212,7 +261,7 @@ class ServingReplica:
             at_end = self.private_prompt + self.gen_base + self.n_dec * (self.steps + self.run_steps)
             self.lazy = self.cache and self.tree.total_tokens + at_end > self.budget
         else:
-            self.end_s = None
+            self.run_steps, self.end_s = 0, None
             return
         self.loop.at(self.end_s, STEP, self._step_end, self.epoch)
 
@@ -236,6 +285,7 @@ class ServingReplica:
             self.hold += todo + r.answer_tokens
             self.private_prompt += todo
             self.todo_tokens += todo
+            self._fit(self.private_prompt + self.gen_base + self.n_dec * self.steps)  # room for its prompt's KV
             self.prefilling.append(seq)
             take = min(todo, budget) if self.chunked else todo
             chunks.append((seq, take))
@@ -248,9 +298,13 @@ class ServingReplica:
         now = self.loop.now
         self._busy(self.t0, now)
         if self.run_steps:
-            self.steps += self.run_steps
+            n, batch, kv, profile = self.run_steps, self.n_dec, self.run_kv, self.profile
+            tail = profile.decode_steps_s(n, batch, kv) - profile.decode_steps_s(n - 1, batch, kv) if n > 1 else 0.0
+            self.stalls.add(self.t0 + profile.decode_steps_s(1, batch, kv), tail, now)
+            self.steps += n
         else:
             if self.with_decodes:
+                self.stalls.add(now, 0.0, now)
                 self.steps += 1
             self._fit(self.private_prompt + self.gen_base + self.n_dec * self.steps)
             for seq, take in self.chunks:
@@ -279,7 +333,7 @@ class ServingReplica:
             self.tree.lock(node)
             self.tree.unlock(seq.lock)  # type: ignore[arg-type]
             seq.lock = node
-        seq.join = self.steps
+        seq.join, seq.segment = self.steps, len(self.stalls.first_end)
         if r.answer_tokens == 1:
             self._answer_done(seq, now, decoding=False)
             return
@@ -293,6 +347,7 @@ class ServingReplica:
         r = seq.request
         seq.done_s = now
         if decoding:
+            seq.stall_s = self.stalls.longest(seq.segment, seq.first_token_s)
             self.n_dec -= 1
             self.ctx_base -= r.prompt_tokens + 1 - seq.join
             self.gen_base -= 1 - seq.join

@@ -125,7 +125,7 @@ class ServingRun:
 
 
 def _measure(run: ServingRun) -> Result:
-    scenario, replicas, profile, bin_s = run.scenario, run.replicas, run.profile, run.bin_s
+    scenario, replicas, profile = run.scenario, run.replicas, run.profile
     if any(r.waiting or r.prefilling or r.n_dec for r in replicas):
         raise RuntimeError("the run ended with requests still on a replica")
     served = sorted(run.served, key=lambda s: s.request.id)
@@ -133,16 +133,24 @@ def _measure(run: ServingRun) -> Result:
     n = len(replicas)
     rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
+    e2es: list[float] = []
+    tpots: list[float] = []
+    stalls: list[float] = []
     makespan, answer_tokens = 0.0, 0
     for s in served:
         r = s.request
         cached = s.cached_tokens
         recomputed = max(0, min(r.prompt_tokens - cached, s.held_elsewhere - cached))
-        tpot = ms((s.done_s - s.first_token_s) / (r.answer_tokens - 1)) if r.answer_tokens > 1 else None
+        e2es.append(ms(s.done_s - r.arrival_s))
+        tpot = stall = None
+        if r.answer_tokens > 1:
+            tpot, stall = ms((s.done_s - s.first_token_s) / (r.answer_tokens - 1)), ms(s.stall_s)  # type: ignore[arg-type]
+            tpots.append(tpot)
+            stalls.append(stall)
         records.append(RequestRecord(
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, r.prompt_tokens, r.user_tokens,
             r.answer_tokens, cached, recomputed, ms(s.admitted_s - r.arrival_s), ms(s.first_token_s - s.admitted_s),
-            ms(s.first_token_s - r.arrival_s), ms(s.done_s - r.arrival_s), tpot))
+            ms(s.first_token_s - r.arrival_s), e2es[-1], tpot, stall))
         rep_requests[s.replica] += 1
         rep_cached[s.replica] += cached
         rep_prompt[s.replica] += r.prompt_tokens
@@ -151,8 +159,9 @@ def _measure(run: ServingRun) -> Result:
 
     horizon = max(scenario.duration_s, makespan)
     ttfts = sorted(rec.ttft_ms for rec in records)
-    e2es = sorted(rec.e2e_ms for rec in records)  # type: ignore[type-var]
-    tpots = sorted(rec.tpot_ms for rec in records if rec.tpot_ms is not None)
+    e2es.sort()
+    tpots.sort()
+    stalls.sort()
     window = scenario.duration_s
     offered = sum(1 for rec in records if rec.arrival_s < window) + sum(1 for r in run.rejected if r.arrival_s < window)
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
@@ -179,6 +188,8 @@ def _measure(run: ServingRun) -> Result:
         tpot_p99_ms=percentile(tpots, 99) if tpots else None,
         e2e_p50_ms=percentile(e2es, 50) if e2es else None,
         e2e_p99_ms=percentile(e2es, 99) if e2es else None,
+        stall_p50_ms=percentile(stalls, 50) if stalls else None,
+        stall_p99_ms=percentile(stalls, 99) if stalls else None,
         tokens_per_s=round(answer_tokens / horizon, 3),
         offered_rps=round(offered / window, 6),
         configured_rps=round(sum(1 for t in nominal if t < window) / window, 6),
@@ -206,13 +217,16 @@ def _series(run: ServingRun, records: list[RequestRecord], nominal: list[float])
     p50: list[float | None] = []
     p99: list[float | None] = []
     tpot99: list[float | None] = []
+    stall99: list[float | None] = []
     for recs in by_bin:
         ttfts = sorted(r.ttft_ms for r in recs)
-        tpots = sorted(r.tpot_ms for r in recs if r.tpot_ms is not None)
+        tpots = sorted(r.tpot_ms for r in recs if r.tpot_ms is not None)  # type: ignore[type-var]
         hit.append(ratio(sum(r.cached_tokens for r in recs), sum(r.prompt_tokens for r in recs)) if recs else None)
         p50.append(percentile(ttfts, 50) if recs else None)
         p99.append(percentile(ttfts, 99) if recs else None)
         tpot99.append(percentile(tpots, 99) if tpots else None)
+        stalls = sorted(r.stall_ms for r in recs if r.stall_ms is not None)  # type: ignore[type-var]
+        stall99.append(percentile(stalls, 99) if stalls else None)
     return Series(
         bin_s=round(bin_s, 6),
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
@@ -224,4 +238,5 @@ def _series(run: ServingRun, records: list[RequestRecord], nominal: list[float])
         kv_cached_tokens=tuple(tuple(row) for row in run.cached),
         requests_configured=tuple(configured),
         tpot_p99_ms=tuple(tpot99),
+        stall_p99_ms=tuple(stall99),
     )

@@ -22,8 +22,8 @@ on when it arrives: a burst moves arrivals, not what is said.
 
 import math
 from bisect import bisect_left
-from itertools import accumulate
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import NamedTuple
 
 from .config import Scenario, Traffic
@@ -73,12 +73,12 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
     timestamps = [e.at_s for e in scenario.events_of("timestamp")]
     first_timestamp = min(timestamps, default=math.inf)
     raw = []  # (arrival, session, turn, system prompt, user, answer)
-    for session in sessions(scenario, limit):
-        at = session.start_s
-        for turn, (user, answer, gap) in enumerate(session.turns):
+    for drawn in sessions(scenario, limit):
+        at = drawn.start_s
+        for turn, (user, answer, gap) in enumerate(drawn.turns):
             if at >= scenario.duration_s:
                 break
-            raw.append((at, session.id, turn, session.system_prompt, user, answer))
+            raw.append((at, drawn.id, turn, drawn.system_prompt, user, answer))
             at += gap
         if limit is not None and len(raw) > limit:
             raise TooManyRequests(limit)
