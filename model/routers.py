@@ -18,14 +18,25 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from .rng import stream
 
 if TYPE_CHECKING:
     from .config import Scenario
-    from .replica import Replica
+    from .radix import RadixTree
     from .traffic import Request
+
+
+class Routable(Protocol):
+    """What a router may look at on a replica, in either mode (`replica.Replica`, `serving.ServingReplica`)."""
+
+    index: int
+    tree: RadixTree
+    cache: bool
+    last_routed: int  # id of the last request routed here (for tie-breaks)
+
+    def backlog(self, now: float) -> float: ...
 
 __all__ = ["ROUTERS", "CacheAware", "ConsistentHash", "LeastLoaded", "Policy", "RandomChoice", "RoundRobin", "View",
            "make_router"]
@@ -36,7 +47,7 @@ class View:
 
     __slots__ = ("request", "now", "replicas", "_matched")
 
-    def __init__(self, request: Request, replicas: Sequence[Replica], now: float) -> None:
+    def __init__(self, request: Request, replicas: Sequence[Routable], now: float) -> None:
         self.request = request
         self.now = now
         self.replicas = replicas

@@ -46,6 +46,7 @@ request whose prompt and answer exceed the whole budget is rejected.
 """
 
 import heapq
+import math
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
@@ -126,7 +127,7 @@ class ServingReplica:
 
     __slots__ = ("index", "profile", "tree", "cache", "budget", "chunked", "token_budget", "max_running", "loop",
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
-                 "hold", "steps", "queued_work_s", "todo_tokens", "lazy", "last_routed", "t0", "run_steps", "run_kv", "chunks",
+                 "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0", "run_steps", "run_kv", "chunks",
                  "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s", "stalls")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
@@ -153,7 +154,8 @@ class ServingReplica:
         self.steps = 0  # steps run that made decode tokens
         self.queued_work_s = 0.0  # prefill seconds of waiting requests, estimated at routing
         self.todo_tokens = 0  # prompt tokens admitted and not yet computed
-        self.lazy = False  # whether the run under way may push tokens out of the tree before it ends (see sync)
+        self.per_token_s = profile.flops_per_token / profile.flops_per_s  # prefill seconds per token
+        self.evict_at = math.inf  # when the run under way next pushes tokens out of the tree (see sync)
         self.last_routed = -1
         # The step or run of decode steps under way (end_s None: idle):
         self.t0 = 0.0
@@ -171,7 +173,7 @@ class ServingReplica:
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
         """Prefill seconds ahead of a request routed here now: waiting prompts and the rest of those under way."""
-        return self.queued_work_s + self.todo_tokens * self.profile.flops_per_token / self.profile.flops_per_s
+        return self.queued_work_s + self.todo_tokens * self.per_token_s
 
     def private_tokens(self, now: float) -> int:
         """KV tokens running sequences hold outside the tree at `now` (a token counts from its step's end)."""
@@ -187,8 +189,18 @@ class ServingReplica:
         run ends, and evicting LRU leaves for k tokens and then for k' more frees the same leaves
         as evicting for k + k' at once, so the tree is as if evicted step by step whenever it is read.
         """
-        if self.lazy:
+        if now >= self.evict_at:
             self._fit(self.private_tokens(now))
+            self._next_eviction()
+
+    def _next_eviction(self) -> None:
+        """When, in the run under way, the tokens generated next outgrow what the tree leaves free."""
+        self.evict_at = math.inf
+        if self.run_steps and self.cache:
+            base = self.private_prompt + self.gen_base + self.n_dec * self.steps  # at the run's start
+            steps = (self.budget - self.tree.total_tokens - base) // self.n_dec + 1  # first step over budget
+            if steps <= self.run_steps:
+                self.evict_at = self.t0 + self.profile.decode_steps_s(steps, self.n_dec, self.run_kv)
 
     def kv_split(self, now: float) -> tuple[int, int]:
         """(running, cached) KV tokens at `now`: what running sequences use (their tokens outside the tree and
@@ -249,7 +261,7 @@ class ServingReplica:
                 budget -= take
         self._admit(now, budget, chunks)
         self.with_decodes = self.n_dec > 0 and (self.chunked or not chunks)
-        self.t0, self.chunks, self.epoch, self.lazy = now, chunks, self.epoch + 1, False
+        self.t0, self.chunks, self.epoch, self.evict_at = now, chunks, self.epoch + 1, math.inf
         kv = self.ctx_base + self.n_dec * self.steps
         if chunks:
             tokens = sum(take for _, take in chunks)
@@ -258,8 +270,7 @@ class ServingReplica:
         elif self.n_dec:
             self.run_steps, self.run_kv = self.finishing[0][0] - self.steps, kv
             self.end_s = now + self.profile.decode_steps_s(self.run_steps, self.n_dec, kv)
-            at_end = self.private_prompt + self.gen_base + self.n_dec * (self.steps + self.run_steps)
-            self.lazy = self.cache and self.tree.total_tokens + at_end > self.budget
+            self._next_eviction()
         else:
             self.run_steps, self.end_s = 0, None
             return
@@ -299,8 +310,8 @@ class ServingReplica:
         self._busy(self.t0, now)
         if self.run_steps:
             n, batch, kv, profile = self.run_steps, self.n_dec, self.run_kv, self.profile
-            tail = profile.decode_steps_s(n, batch, kv) - profile.decode_steps_s(n - 1, batch, kv) if n > 1 else 0.0
-            self.stalls.add(self.t0 + profile.decode_steps_s(1, batch, kv), tail, now)
+            tail = profile.decode_step_s(kv + batch * (n - 1)) if n > 1 else 0.0  # the last step reads the most
+            self.stalls.add(self.t0 + profile.decode_step_s(kv), tail, now)
             self.steps += n
         else:
             if self.with_decodes:
@@ -310,7 +321,7 @@ class ServingReplica:
             for seq, take in self.chunks:
                 seq.todo -= take
                 self.todo_tokens -= take
-                self.prefill_s += take * self.profile.flops_per_token / self.profile.flops_per_s
+                self.prefill_s += take * self.per_token_s
                 if not seq.todo:
                     self._prompt_done(seq, now)
             self.chunks = []

@@ -89,9 +89,9 @@ class ServingRun:
         now, replicas = self.loop.now, self.replicas
         self.sent += 1
         for r in replicas:
-            if r.lazy:
+            if now >= r.evict_at:
                 r.sync(now)
-        view = View(request, replicas, now)  # type: ignore[arg-type]
+        view = View(request, replicas, now)
         index = self.router.choose(view)
         if not 0 <= index < len(replicas):
             raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")

@@ -5,7 +5,9 @@ times the factor of every burst active at that moment. Each session picks a
 system prompt (Zipf-skewed over `system_prompts`, or `surge_system_prompts`
 while a tenant surge is on), then sends a geometric number of turns (mean
 `turns_mean`, at least one) spaced uniformly `gap_min_s`..`gap_max_s` apart.
-Turns that would arrive after `duration_s` are not sent.
+Turns that would arrive after `duration_s` are not sent. That is lab
+mode's open-loop schedule (`generate`); serving mode sends the same
+`sessions()` closed-loop, all their turns (`sessions.ChatSessions`).
 
 A prompt is a list of segments, each a hashable key and its token count:
 the system prompt cut at `dynamic_at` tokens, every earlier user turn and

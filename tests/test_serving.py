@@ -254,10 +254,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "default": "",
-    "prefill_first": "",
-    "burst_tight_memory": "",
-    "a100_surge": "",
+    "a100_surge": "6a4c2cb3cc9f14b523aabf41afa41899a97151d319fe005db74e8ebe57235d43",
+    "burst_tight_memory": "50a17b2ffb2a1b2572939eb0b80a8ffdd04cf6a2c99afca4d75ebadfc454623d",
+    "default": "31ff3cc12ff16b083940932f17f615964d45ac87bd857bedf1d33043b9d4c1a4",
+    "prefill_first": "ba9e7f997fdca2c69fcab927940dbfbca4e12b32d8c748566369d572acd153ea",
 }
 
 
@@ -265,3 +265,22 @@ GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.
 def test_golden_result_of_each_serving_preset(name):
     digest = hashlib.sha256(everything(simulate(Scenario().with_text(PRESETS[name]))).encode()).hexdigest()
     assert digest == GOLDEN[name], f"{name}: behaviour changed; new digest {digest}"
+
+
+# Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
+# every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
+LAB_GOLDEN = {
+    "default": "577f640de916f6fde5818f7ff084c12407d124b549b7bd613a6121337ba3ad58",
+    "surge_and_burst": "7258a4b44b83c032be47a01389129428e88a7e9ad31c397728ee3daf014cc38d",
+}
+LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
+                                                  "router.kind": "cache_aware"}}
+
+
+@pytest.mark.parametrize("name", sorted(LAB_PRESETS))
+def test_golden_of_lab_modes_whole_result(name):
+    result = simulate(Scenario().with_text(LAB_PRESETS[name]))
+    assert result.mode == "lab" and result.tpot_p50_ms is None and result.records[0].e2e_ms is None
+    assert result.offered_rps == result.configured_rps == round(result.requests / result.scenario.duration_s, 6)
+    digest = hashlib.sha256(everything(result).encode()).hexdigest()
+    assert digest == LAB_GOLDEN[name], f"{name}: lab mode's whole result changed; new digest {digest}"
