@@ -168,7 +168,7 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
         offered_rps=offered,
         configured_rps=offered,  # lab mode sends on the open-loop schedule
         hardware=profile.preset,
-        kv_budget_tokens=replicas[0].tree.capacity,
+        kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
         notes=notes,
     )
 

@@ -127,7 +127,7 @@ class Result:
     rejected: int = 0  # requests whose prompt and answer exceed a replica's whole KV budget (not served)
     mode: str = "lab"  # "lab" or "serving"
     hardware: str = "lab"  # the preset the run used
-    kv_budget_tokens: int = 0  # KV tokens per replica: the tree's capacity (lab), running + cached (serving)
+    kv_budget_tokens: int = 0  # KV tokens per replica (fleet.memory_gb): the cache's (lab), running + cached (serving)
     notes: tuple[str, ...] = ()  # what the run changed to make the scenario runnable, in words
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",

@@ -46,6 +46,7 @@ request whose prompt and answer exceed the whole budget is rejected.
 """
 
 import heapq
+import itertools
 import math
 from bisect import bisect_left
 from collections import deque
@@ -128,7 +129,7 @@ class ServingReplica:
     __slots__ = ("index", "profile", "tree", "cache", "budget", "chunked", "token_budget", "max_running", "loop",
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0", "run_steps", "run_kv", "chunks",
-                 "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s", "stalls")
+                 "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s", "stalls", "order")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -144,7 +145,7 @@ class ServingReplica:
         self.on_done = on_done  # called with each finished sequence, at its last token
         self.waiting: deque[Seq] = deque()  # routed here, not admitted
         self.prefilling: list[Seq] = []  # admitted, prompt not yet computed, in admission order
-        self.finishing: list[tuple[int, int, Seq]] = []  # heap of (step of its last token, request id, seq)
+        self.finishing: list[tuple[int, int, Seq]] = []  # heap of (step of its last token, order of joining, seq)
         # Decoding sequences, in running totals (step = self.steps; no per-sequence work per step):
         self.n_dec = 0
         self.ctx_base = 0  # sum of prompt + 1 - join: their context is ctx_base + n_dec * step
@@ -169,6 +170,7 @@ class ServingReplica:
         self.busy_s = 0.0
         self.prefill_s = 0.0  # prefill compute: prompt tokens computed × seconds per token
         self.stalls = Stalls()
+        self.order = itertools.count()  # breaks ties between sequences ending at the same step: first joined first
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -259,7 +261,8 @@ class ServingReplica:
                 take = min(seq.todo, budget)
                 chunks.append((seq, take))
                 budget -= take
-        self._admit(now, budget, chunks)
+        if self.waiting:
+            self._admit(now, budget, chunks)
         self.with_decodes = self.n_dec > 0 and (self.chunked or not chunks)
         self.t0, self.chunks, self.epoch, self.evict_at = now, chunks, self.epoch + 1, math.inf
         kv = self.ctx_base + self.n_dec * self.steps
@@ -351,7 +354,7 @@ class ServingReplica:
         self.n_dec += 1
         self.ctx_base += r.prompt_tokens + 1 - seq.join
         self.gen_base += 1 - seq.join
-        heapq.heappush(self.finishing, (seq.join + r.answer_tokens - 1, r.id, seq))
+        heapq.heappush(self.finishing, (seq.join + r.answer_tokens - 1, next(self.order), seq))
 
     def _answer_done(self, seq: Seq, now: float, decoding: bool = True) -> None:
         """The last token is out: cache the prompt and answer, free what the sequence held."""

@@ -59,6 +59,8 @@ def test_the_lab_preset_is_the_seeds_figures():
     assert not lab.decodes
     faster, _ = profile_of(Scenario().with_text({"fleet.prefill_tokens_per_s": "20000", "fleet.overhead_ms": "5"}))
     assert faster.prefill_tokens_per_s() == 20_000.0 and faster.overhead_s == 0.005
+    same, notes = profile_of(Scenario().with_text({"hardware.tflops": "500"}))
+    assert same == lab and "fleet.prefill_tokens_per_s" in notes[0]  # the lab preset's speed is fleet.*
 
 
 def test_serving_mode_on_the_lab_preset_runs_the_articles_preset_and_says_so():

@@ -39,6 +39,13 @@ def test_prefill_alone_takes_2_12_s_for_30000_tokens_and_64_ms_for_900(chunked):
     assert short.ttft_ms == short.e2e_ms == pytest.approx(ARTICLE.prefill_s(900) * 1000, abs=0.002)
 
 
+def test_lab_mode_on_a_gpu_preset_prefills_at_its_speed_and_sizes_memory_by_its_kv():
+    s = Scenario().with_text({"hardware.preset": "article_14b_h100", "fleet.replicas": "1", "fleet.cache": "false"})
+    (rec,) = simulate(s, [lone(0, 30_000, 1)]).records
+    assert rec.prefill_ms == pytest.approx(2120, rel=0.01) and rec.e2e_ms is None  # prefill only: no decode
+    assert simulate(s.with_text({"duration_s": "10"})).kv_budget_tokens == ARTICLE.tokens_in(4) == 26_214
+
+
 def test_a_lone_request_decodes_one_token_a_step_reading_weights_and_its_growing_context():
     prompt, answer = 1000, 200
     (rec,) = simulate(scenario(**ONE), [lone(0, prompt, answer)]).records
