@@ -128,8 +128,9 @@ class ServingReplica:
 
     __slots__ = ("index", "profile", "tree", "cache", "budget", "chunked", "token_budget", "max_running", "loop",
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
-                 "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0", "run_steps", "run_kv", "chunks",
-                 "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s", "stalls", "order")
+                 "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0",
+                 "run_steps", "run_kv", "chunks", "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_s",
+                 "stalls", "order")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -165,7 +166,7 @@ class ServingReplica:
         self.chunks: list[tuple[Seq, int]] = []  # a prefill step's (sequence, prompt tokens)
         self.with_decodes = False  # whether the decodes make a token in this prefill step
         self.end_s: float | None = None
-        self.epoch = 0  # bumped when a run is cut: a stale end event is ignored
+        self.epoch = 0  # bumped by every plan and cut: an event carrying an older one is stale and ignored
         self.busy: list[list[float]] = []  # [start, end] spans of steps, merged when they touch
         self.busy_s = 0.0
         self.prefill_s = 0.0  # prefill compute: prompt tokens computed × seconds per token
