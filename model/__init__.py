@@ -1,6 +1,8 @@
 """prefix-lab's simulation: seeded chat traffic on a fleet of prefix-caching replicas.
 
-`simulate(Scenario())` runs the lab's default scenario. Standard library only,
+`simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
+serving mode (batched decode under one KV budget, on a hardware profile from
+`hardware.*`). Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
@@ -22,16 +24,19 @@ from .config import (
     spec_of,
 )
 from .engine import Run, simulate
+from .hardware import PRESETS, build, profile_of
 from .hindsight import explain
 from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .routers import ROUTERS, View
+from .serving_run import ServingRun
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
-    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
-    "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
-    "spec_of", "stream",
+    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
+    "Request", "Result", "Routing", "Run", "Scenario", "ScenarioError", "ServingRun", "TooManyRequests", "View", "build",
+    "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
+    "stream",
 ]
