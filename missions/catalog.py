@@ -153,6 +153,39 @@ MISSIONS: tuple[Mission, ...] = (
         two_stars=(at_most("replicas", 4),),
         three_stars=(at_most("fleet_memory_gb", 16), at_most("ttft_p99_ms", 450)),
     ),
+    Mission(
+        id="bounded-hash",
+        requires=("consistent-hash",),
+        title="A hot prompt, a ring and a bound",
+        brief=("A hash ring pins each system prompt to one replica, and one prompt is far hotter than "
+               "the rest. Its replica drowns while the others idle. This ring can refuse: no replica "
+               "takes more than a multiple of a fair share, and the overflow walks on to the next "
+               "replica on the ring. Right now the multiple is so loose it never bites."),
+        lesson=("A load bound on a hash ring keeps most of the affinity and cuts the tail: only the "
+                "overflow of a hot prompt moves, and it always moves to the same next replica."),
+        start=_s(router__kind="bounded_hash", router__load_factor="3", traffic__session_rate="5",
+                 traffic__zipf_s="1.5"),
+        controls=("router.load_factor",),
+        goal=(at_most("ttft_p99_ms", 1500),),
+        two_stars=(at_most("ttft_p99_ms", 1100), at_least("hit_rate", 0.6)),
+        three_stars=(at_most("ttft_p99_ms", 850),),
+    ),
+    Mission(
+        id="stale-router",
+        requires=("bounded-hash",),
+        title="The router remembers too much",
+        brief=("This router does not read the replicas' caches: it remembers what it sent where, and "
+               "it never forgets. During a surge of new tenants the caches evict old prompts every few "
+               "seconds, and the router keeps sending requests after prefixes that are long gone."),
+        lesson=("A router's memory should fade about as fast as the caches forget: too long and it "
+                "chases evicted prefixes, too short and it forgets what is still there."),
+        start=_s(router__kind="cache_aware", router__view="approximate", router__view_ttl_s="off",
+                 fleet__memory_gb="1", events="surge@40+100", traffic__session_rate="3"),
+        controls=("router.view_ttl_s",),
+        goal=(at_most("router_overestimate", 0.45),),
+        two_stars=(at_least("hit_rate", 0.435),),
+        three_stars=(at_most("ttft_p99_ms", 800),),
+    ),
 )
 
 

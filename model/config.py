@@ -199,7 +199,7 @@ class Routing(_Section):
                                             doc="backlog gap (s) past which cache_aware spills; off = never")
     view: str = _spec("exact", choices=("exact", "approximate"),
                       doc="what routers know of the trees: the trees themselves, or their own memory of what they sent")
-    view_ttl_s: float | None = _spec(120.0, 0.0, 86_400.0, off=True, page=(0, 300, 10),
+    view_ttl_s: float | None = _spec(120.0, 0.0, 86_400.0, off=True, page=(0, 120, 1),
                                      doc="approximate view: seconds after which the router forgets a prefix; off = never")
     load_factor: float = _spec(1.25, 1.0, 10.0, page=(1, 3, 0.05),
                                doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")

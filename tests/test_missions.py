@@ -20,6 +20,8 @@ SOLUTIONS = {
                                         "router.spill_threshold_s": "0.2"}),
     "consistent-hash": ({"router.kind": "least_loaded"}, {"router.kind": "cache_aware",
                                                           "router.spill_threshold_s": "0.2"}),
+    "bounded-hash": ({"router.load_factor": "1.5"}, {"router.load_factor": "1.05"}),
+    "stale-router": ({"router.view_ttl_s": "2"}, {"router.view_ttl_s": "3"}),
     "monday": ({"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4"},
                {"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4", "fleet.replicas": "4"}),
 }
@@ -119,7 +121,8 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
     assert [(m.id, m.requires) for m in MISSIONS] == [
         ("cache-on", ()), ("timestamp", ("cache-on",)), ("round-robin", ("timestamp",)),
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
-        ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",))]
+        ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
+        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",))]
     check_catalog()
 
 
