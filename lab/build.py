@@ -9,12 +9,23 @@ any static server:
     static/extensions/panel/ Panel's JS and CSS, from the installed panel package
     pyodide/                 the Pyodide core, from node_modules (package-lock.json)
     wheels/                  this project's pure-Python wheel (model, missions, lab)
-    build.json               what was built from what (`serve` uses it to rebuild)
+    build.json               what was built from what, every file's size and sha256,
+                             and the sha256 of each page's inline scripts (for the CSP)
 
 Every text file and the wasm also get a gzip twin (`.gz`) for the server.
 Panel points some stylesheets at its CDN; the build rewrites those to the
 copies above and fails if any other absolute URL is left for the browser
 to load.
+
+A build never changes the site a server is reading. It fills a new sibling
+folder (`site.build-XXXXXXXX`) and then points `site`, a relative symlink,
+at it with one `os.replace`: at every instant `site` names a complete
+site, the old one or the new. (Renaming the old folder away and the new
+one in would leave a moment with no `site` at all; Linux can exchange two
+folders atomically, but not through Python's standard library.) The
+previous build is kept, for requests that were already reading it; older
+ones are removed. A `site` folder left by an older version of this
+command is moved aside once, which is the only moment without a site.
 """
 
 import gzip
@@ -23,10 +34,11 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["BuildError", "build_site", "site_is_current", "source_stamp"]
+__all__ = ["BuildError", "build_site", "inline_script_hashes", "site_is_current", "source_stamp"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project folder (a clone)
 STATIC = ROOT / "static"
@@ -36,6 +48,8 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 HAND_WRITTEN = ("bridge.js", "worker.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
 COMPRESS = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".wasm", ".zip", ".whl")
 WHEEL_DATE = (2020, 1, 1, 0, 0, 0)  # fixed: the same sources give the same wheel bytes
+BUILD_MARK = ".build-"  # a build of `site` lives in the sibling folder `site.build-XXXXXXXX`
+PAGES = ("index.html", "embed.html")
 
 
 class BuildError(RuntimeError):
@@ -86,41 +100,141 @@ def source_stamp() -> str:
 
 
 def site_is_current(out: Path) -> bool:
+    """Whether `out` was built from the current sources and still holds every file as built.
+
+    Sizes are checked for every file and sha256 for every file too (about 25 ms
+    for the whole site), so a cut or edited wasm, wheel or gzip twin counts as stale.
+    """
     try:
         built = json.loads((out / "build.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if built.get("stamp") != source_stamp() or not isinstance(built.get("files"), dict):
+            return False
+        for name, (size, digest) in built["files"].items():
+            path = out / name
+            if path.stat().st_size != size or _sha256(path) != digest:
+                return False
+    except (OSError, ValueError, TypeError, AttributeError):
         return False
-    return built.get("stamp") == source_stamp() and (out / "index.html").is_file()
+    return True
 
 
 def build_site(out: Path) -> Path:
-    """Build the site into `out` (replacing what is there) and return its path."""
-    out = out.resolve()
+    """Build the site and make `out` point at it in one step; return `out`.
+
+    Raises BuildError, naming the problem, when something needed is missing
+    or `out` cannot be written.
+    """
+    out = Path(os.path.abspath(out))  # not resolve(): `out` itself may be the symlink to swap
     pyodide = pyodide_dir()
     if not STATIC.is_dir():
         raise BuildError(f"static files not found at {STATIC}: build from a clone of the project")
+    _check_target(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=out.name + BUILD_MARK, dir=out.parent))
+        staging.chmod(0o755)  # mkdtemp makes it private; any static server may need to read it
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BuildError(f"cannot write the site at {out}: {reason}; "
+                         "choose a folder you can write to with --out") from None
+    try:
+        _fill(staging, pyodide)
+        previous = _swap_in(out, staging)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BuildError(f"writing the site at {out} failed: {exc.strerror or exc}"
+                         + (f" ({exc.filename})" if exc.filename else "")) from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _prune(out, keep={staging.name, previous})
+    return out
+
+
+def _check_target(out: Path) -> None:
+    if out.is_symlink() and not out.exists():
+        return  # a dangling link: nothing to lose, the swap replaces it
     if out.exists() and not out.is_dir():
         raise BuildError(f"{out} is a file; choose a folder for --out")
-    if out.exists():
-        if not (out / "build.json").exists() and any(out.iterdir()):
-            raise BuildError(f"{out} exists and is not a prefix-lab site; choose another --out or empty it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    if out.is_dir() and not (out / "build.json").exists() and any(out.iterdir()):
+        raise BuildError(f"{out} exists and is not a prefix-lab site; choose another --out or empty it")
 
-    wheel = _write_wheel(out / "wheels")
+
+def _fill(folder: Path, pyodide: Path) -> None:
+    """Write the whole site into `folder`; build.json last, so a folder with one is complete."""
+    wheel = _write_wheel(folder / "wheels")
     for name in PYODIDE_FILES:
         if (pyodide / name).is_file():
-            _copy(pyodide / name, out / "pyodide" / name)
-    _copy_bokeh_panel(out)
+            _copy(pyodide / name, folder / "pyodide" / name)
+    _copy_bokeh_panel(folder)
     for name in HAND_WRITTEN:
-        _copy(STATIC / name, out / name)
-    _write_pages(out, wheel)
-    _precompress(out)
-    (out / "build.json").write_text(json.dumps({
+        _copy(STATIC / name, folder / name)
+    _write_pages(folder, wheel)
+    _precompress(folder)
+    files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]
+             for path in sorted(folder.rglob("*")) if path.is_file()}
+    (folder / "build.json").write_text(json.dumps({
         "stamp": source_stamp(), "version": version(), "wheel": wheel,
         "pyodide": json.loads((pyodide / "package.json").read_text())["version"],
+        "inline_scripts": {name: inline_script_hashes((folder / name).read_text(encoding="utf-8"))
+                           for name in PAGES},
+        "files": files,
     }, indent=1), encoding="utf-8")
-    return out
+
+
+def _swap_in(out: Path, staging: Path) -> str | None:
+    """Point `out` at `staging` atomically; return the name of the build it pointed at before."""
+    previous = os.readlink(out) if out.is_symlink() else None
+    if out.is_dir() and not out.is_symlink():  # a plain folder: an empty one, or a site from an older version
+        if any(out.iterdir()):
+            aside = Path(tempfile.mkdtemp(prefix=out.name + BUILD_MARK, dir=out.parent))
+            os.replace(out, aside)  # onto the empty folder just made: a unique name, taken atomically
+            previous = aside.name
+        else:
+            out.rmdir()
+    link = out.parent / f".{out.name}.link-{os.getpid()}-{os.urandom(4).hex()}"
+    os.symlink(staging.name, link)  # relative: the parent folder can move
+    try:
+        os.replace(link, out)
+    except OSError:
+        link.unlink(missing_ok=True)
+        raise
+    return previous
+
+
+def _prune(out: Path, keep: set[str | None]) -> None:
+    """Remove complete builds of `out` other than `keep` (the new one and the one before)."""
+    pattern = re.compile(re.escape(out.name + BUILD_MARK) + r"[a-z0-9_]{8}")
+    for folder in out.parent.iterdir():
+        if (pattern.fullmatch(folder.name) and folder.name not in keep and not folder.is_symlink()
+                and (folder / "build.json").is_file()):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def inline_script_hashes(html: str) -> list[str]:
+    """CSP sources (`'sha256-...'`) for every inline script a browser would run in `html`.
+
+    Scripts with a `src` are covered by `'self'`; data blocks (JSON, import maps
+    for a shim) are not run, so they need no hash.
+    """
+    import base64
+
+    found = []
+    for attrs, body in re.findall(r"<script\b([^>]*)>(.*?)</script>", html, flags=re.S | re.I):
+        kind = re.search(r"""\btype\s*=\s*["']?([^"'\s>]+)""", attrs, flags=re.I)
+        runs = kind is None or kind.group(1).lower() in ("text/javascript", "application/javascript", "module")
+        if runs and not re.search(r"\bsrc\s*=", attrs, flags=re.I):
+            digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
+            found.append(f"'sha256-{digest}'")
+    return sorted(set(found))
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -173,7 +287,6 @@ def _copy_bokeh_panel(out: Path) -> None:
     _copy(dist / "panel.min.js", target / "panel.min.js")
     shutil.copytree(dist / "css", target / "css")
     shutil.copytree(dist / "bundled" / "theme", target / "bundled" / "theme")
-    shutil.copytree(dist / "bundled" / "reactiveesm", target / "bundled" / "reactiveesm")
 
 
 def _write_pages(out: Path, wheel: str) -> None:
@@ -205,7 +318,8 @@ def _write_pages(out: Path, wheel: str) -> None:
         template.add_variable("boot_script", (STATIC / "boot.js").read_text(encoding="utf-8"))
         path = out / filename
         template.save(str(path), resources=Resources(mode="server", root_url="./"))
-        text = _defer_scripts(path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/"))
+        text = path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/")
+        text = _defer_scripts(_drop_module_shims(text))
         _check_local(filename, text)
         path.write_text(text, encoding="utf-8")
 
@@ -220,6 +334,18 @@ def _defer_scripts(text: str) -> str:
     """
     text = re.sub(r'<script type="text/javascript">\s*Bokeh\.set_log_level\("info"\);\s*</script>', "", text)
     return text.replace('<script type="text/javascript" src=', '<script defer type="text/javascript" src=')
+
+
+def _drop_module_shims(text: str) -> str:
+    """Leave out es-module-shims, which Panel adds for ReactiveESM components.
+
+    The lab has none, and the shim's start-up feature test loads a `blob:`
+    script, which the server's Content-Security-Policy refuses (a console error
+    on every load). A page that gains an ESM component must bring the shim back
+    and allow `blob:` in script-src.
+    """
+    text = re.sub(r'<script type="esms-options">[^<]*</script>\s*', "", text)
+    return re.sub(r'<script[^>]*src="[^"]*es-module-shims[^"]*"[^>]*></script>\s*', "", text)
 
 
 def _check_local(filename: str, text: str) -> None:

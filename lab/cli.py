@@ -1,14 +1,20 @@
 """The `prefix-lab` command (also `python -m lab`).
 
 Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
-(build if needed, then serve it), `missions` and `score`; `replay` (a trace
-file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py). Bad input ends
-with one line on stderr naming what is wrong, and exit status 2; never a
-traceback. Panel and Tornado are imported only by the verbs that need them.
+(build if needed, then serve it), `keys`, `missions` and `score`; `replay`
+(a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py).
+Bad input ends with one line on stderr naming what is wrong, and exit status
+2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
+nested too deeply, numbers too large for the model, unwritable folders and an
+output that cannot be written (a full disk). A reader that stops early
+(`prefix-lab run | head`) ends the command quietly, with status 141 as a
+program stopped by SIGPIPE would. Panel and Tornado are imported only by
+the verbs that need them.
 """
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,6 +28,10 @@ class UsageError(Exception):
     """Bad input from the command line; the message is shown as it is."""
 
 
+class _OutputError(Exception):
+    """Standard output cannot be written (a full disk, a closed terminal)."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, not usage + error
         raise UsageError(f"{message} (see {self.prog} --help)")
@@ -31,22 +41,57 @@ def load_scenario(path: str | None, sets: list[str], base: Scenario | None = Non
     """The scenario from a JSON file (or `base`, or the default), then `key=value` overrides."""
     scenario = base or Scenario()
     if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read scenario file {path}: {exc.strerror or exc}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        try:
-            scenario = Scenario.from_dict(data)
-        except ScenarioError as exc:
-            raise UsageError(f"{path}: {exc}") from None
+        scenario = _scenario_file(path)
     try:
         return scenario.with_text(dict(_pairs(sets)))
     except ScenarioError as exc:
         raise UsageError(f"--set: {exc}") from None
+    except (OverflowError, ValueError) as exc:  # a value the checks let through but the model cannot take
+        raise UsageError(f"--set: {exc}; use a smaller number") from None
+
+
+def _scenario_file(path: str) -> Scenario:
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is fine
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); save the scenario as UTF-8 JSON") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot read scenario file {path}: {reason}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply; a scenario is at most a few levels deep") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise UsageError(f"{path}: {exc}") from None
+    where = _huge_number(data)
+    if where is not None:
+        raise UsageError(f"{path}: {where}: the number is too large; see prefix-lab keys for each key's range")
+    try:
+        return Scenario.from_dict(data)
+    except ScenarioError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    except (OverflowError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: {exc}; see prefix-lab keys for each key's range") from None
+
+
+def _huge_number(data: Any, where: str = "", depth: int = 0) -> str | None:
+    """The dotted place of the first integer too large to be a float, if any (only a few levels looked at)."""
+    if isinstance(data, int) and not isinstance(data, bool) and abs(data) > sys.float_info.max:
+        return where or "the scenario"
+    if depth < 8 and isinstance(data, dict):
+        for key, value in data.items():
+            found = _huge_number(value, f"{where}.{key}" if where else str(key), depth + 1)
+            if found:
+                return found
+    if depth < 8 and isinstance(data, list):
+        for i, value in enumerate(data):
+            found = _huge_number(value, f"{where}[{i}]", depth + 1)
+            if found:
+                return found
+    return None
 
 
 def format_summary(result: Any) -> str:
@@ -73,21 +118,25 @@ def _run(args: argparse.Namespace) -> int:
         return _explain(scenario, args.explain, args.json)
     result = simulate(scenario)
     if args.trace_out:
-        from .traces import write_trace
-        write_trace(scenario, args.trace_out, args.block_tokens)
+        from .traces import CommandError, write_trace
+        try:
+            write_trace(scenario, args.trace_out, args.block_tokens)
+        except CommandError as exc:
+            raise UsageError(str(exc)) from None
     if args.requests:
         lines = "".join(json.dumps(rec.to_dict()) + "\n" for rec in result.records)
         if args.requests == "-":
-            sys.stdout.write(lines)
+            _out(lines, end="")
         else:
             try:
                 Path(args.requests).write_text(lines, encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"cannot write {args.requests}: {exc.strerror or exc}") from None
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise UsageError(f"cannot write {args.requests}: {reason}") from None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=1))
+        _out(json.dumps(result.to_dict(), indent=1))
     elif args.requests != "-":
-        print(format_summary(result))
+        _out(format_summary(result))
     return 0
 
 
@@ -99,19 +148,43 @@ def _explain(scenario: Scenario, request_id: int, as_json: bool) -> int:
     except ScenarioError as exc:
         raise UsageError(f"--explain: {exc}") from None
     if as_json:
-        print(json.dumps(seen, indent=1))
+        _out(json.dumps(seen, indent=1))
         return 0
-    print(f"request {seen['request']} at {seen['arrival_s']:g} s, {seen['prompt_tokens']} prompt tokens: "
+    _out(f"request {seen['request']} at {seen['arrival_s']:g} s, {seen['prompt_tokens']} prompt tokens: "
           f"router {seen['router']} ({seen['view']} view) chose replica {seen['chosen']}")
     if seen["score"]:
-        print(f"its score: {seen['score']}")
-    print("replica  believed  actual  backlog s  in flight  score       TTFT ms")
+        _out(f"its score: {seen['score']}")
+    _out("replica  believed  actual  backlog s  in flight  score       TTFT ms")
     for r in seen["replicas"]:
         mark = " <- chosen" if r["replica"] == seen["chosen"] else ""
         score = "" if r["score"] is None else f"{r['score']:g}"
-        print(f"  {r['replica']:<6d} {r['believed_tokens']:>8d} {r['actual_tokens']:>7d} {r['backlog_s']:>10.3f} "
+        _out(f"  {r['replica']:<6d} {r['believed_tokens']:>8d} {r['actual_tokens']:>7d} {r['backlog_s']:>10.3f} "
               f"{r['in_flight']:>10d}  {score:<10s} {r['ttft_ms']:>8.1f}{mark}")
-    print(f"best other choice: replica {seen['best_alternative']}; regret {seen['regret_ms']:.1f} ms")
+    _out(f"best other choice: replica {seen['best_alternative']}; regret {seen['regret_ms']:.1f} ms")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .traces import CommandError, replay_keys_only, replay_output
+
+    try:
+        replay_keys_only(args.set)
+        for line in replay_output(args, load_scenario(None, args.set), format_summary):
+            _out(line)
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweep import sweep_output
+    from .traces import CommandError
+
+    try:
+        for line in sweep_output(args, lambda: load_scenario(args.scenario, args.set)):
+            _out(line)
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 
@@ -120,29 +193,37 @@ def _keys(args: argparse.Namespace) -> int:
 
     rows = describe()
     if args.json:
-        print(json.dumps(rows, indent=1))
+        _out(json.dumps(rows, indent=1))
     else:
         for row in rows:
             page = f"page {row['page']}" if row["page"] else ""
-            print(f"{row['key']:28s} {row['default']:>14s}  {row['allowed']:<34s} {page:<26s} {row['meaning']}")
+            _out(f"{row['key']:28s} {row['default']:>14s}  {row['allowed']:<34s} {page:<26s} {row['meaning']}")
     return 0
 
 
 def _build(args: argparse.Namespace) -> int:
     from .build import BuildError, build_site
 
+    if not args.out.strip():
+        raise UsageError("--out needs a folder name, for example --out site")
     try:
         out = build_site(Path(args.out))
     except BuildError as exc:
         raise UsageError(str(exc)) from None
-    print(f"built the lab in {out}")
+    _out(f"built the lab in {out}")
     return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .serve import serve
+    from .build import BuildError
+    from .serve import ServeError, serve
 
-    serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild)
+    if not args.dir.strip():
+        raise UsageError("--dir needs a folder name, for example --dir site")
+    try:
+        serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild)
+    except (BuildError, ServeError) as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 
@@ -150,10 +231,10 @@ def _missions(args: argparse.Namespace) -> int:
     from missions import MISSIONS
 
     if args.json:
-        print(json.dumps([m.summary() for m in MISSIONS], indent=1))
+        _out(json.dumps([m.summary() for m in MISSIONS], indent=1))
     else:
         for m in MISSIONS:
-            print(f"{m.id:<18s} {m.title}\n{'':18s} goal: {m.goal_text()}")
+            _out(f"{m.id:<18s} {m.title}\n{'':18s} goal: {m.goal_text()}")
     return 0
 
 
@@ -167,11 +248,11 @@ def _score(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.set, base=mission.start)
     verdict = score(mission, scenario, simulate(scenario))
     if args.json:
-        print(json.dumps(verdict.to_dict(), indent=1))
+        _out(json.dumps(verdict.to_dict(), indent=1))
     else:
-        print(f"{mission.id}: {'passed' if verdict.passed else 'not passed'}, {verdict.stars} star(s)")
+        _out(f"{mission.id}: {'passed' if verdict.passed else 'not passed'}, {verdict.stars} star(s)")
         for reason in verdict.reasons:
-            print(f"  - {reason}")
+            _out(f"  - {reason}")
     return 0
 
 
@@ -232,17 +313,68 @@ def parser() -> argparse.ArgumentParser:
 
     from .sweep import add_sweep_verb
     from .traces import add_replay_verb
-    add_replay_verb(verbs)
-    add_sweep_verb(verbs)
+    add_replay_verb(verbs).set_defaults(func=_replay)
+    add_sweep_verb(verbs).set_defaults(func=_sweep)
     return p
+
+
+def _out(text: str, end: str = "\n") -> None:
+    """Write to standard output; a failed write becomes _OutputError (a closed pipe stays BrokenPipeError)."""
+    try:
+        try:
+            sys.stdout.write(text + end)
+        except UnicodeEncodeError:  # a file name that is not valid text, say: show it escaped
+            encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+            sys.stdout.write((text + end).encode(encoding, "backslashreplace").decode(encoding))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _OutputError(exc.strerror or str(exc)) from None
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's final flush of what is left cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a test's capture: nothing to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _error(message: str) -> int:
+    try:
+        print(f"prefix-lab: error: {message}", file=sys.stderr)
+    except OSError:
+        pass
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
-        return args.func(args)
+        status = args.func(args)
+        try:
+            sys.stdout.flush()  # a full disk shows here, when the output goes to a file
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc.strerror or str(exc)) from None
+        return status
     except UsageError as exc:
-        print(f"prefix-lab: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
+    except _OutputError as exc:
+        _drop_stdout()
+        return _error(f"cannot write the output: {exc}")
+    except BrokenPipeError:  # the reader stopped early (| head): not an error worth a word
+        _drop_stdout()
+        return 141
+    except OSError as exc:  # a write of serve's own (its address line), or a file a verb touched
+        try:
+            sys.stdout.flush()
+        except OSError:
+            _drop_stdout()
+        return _error(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
     except KeyboardInterrupt:
         return 130

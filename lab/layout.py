@@ -3,12 +3,16 @@
 `lab_page(view)` and `embed_page(view)` return a Panel template holding the
 controls and figures, with the first view's numbers already in them (the
 same `lab.view` code the browser runs later). Widgets carry a Bokeh tag
-(`ctl:<key>`, `evt:<input>`), sources and figures a Bokeh name (`src:ttft`),
-which is how `static/bridge.js` finds them to read and patch. Every widget
-change calls `window.prefixLab.changed(name, value)`; every button
-`window.prefixLab.action(...)`: one line of JS each, the rest is generic.
+(`ctl:<key>`, `ctl:<key>:off`, `evt:<input>`, `act:<event kind>`), sources
+and figures a Bokeh name (`src:ttft`), which is how `static/bridge.js` finds
+them to read and patch. Which widget each key gets, its range and its
+special behaviour come from `lab.controls`; nothing here names a key. Every
+widget change calls `window.prefixLab.changed(name, value, prop)`; every
+button `window.prefixLab.action(request, input names)`: one line of JS
+each, the rest is generic.
 """
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,59 +20,64 @@ import panel as pn
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 
-from .view import CONTROLS, EVENT_INPUTS, SPILL_OFF, Control
+from .controls import CONTROLS, EVENT_INPUTS, Control
 
 __all__ = ["embed_page", "lab_page"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{prop}, {prop!r})"
+EVENT_BUTTONS = (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst"))
 
 
-def _widget(c: Control, compact: bool = False) -> Any:
+def _widget(c: Control) -> Any:
     common: dict[str, Any] = {"name": c.label, "tags": [c.name], "sizing_mode": "stretch_width"}
-    if c.key == "fleet.cache":
-        w = pn.widgets.Checkbox(**common, value=True)
-    elif c.options and c.prop == "active":
+    if c.widget == "checkbox":
+        w = pn.widgets.Checkbox(**common, value=bool(c.default))
+    elif c.widget == "buttons":
         w = pn.widgets.RadioButtonGroup(**common, options=dict(zip(c.labels, c.options)), button_type="default")
-    elif c.options:
+    elif c.widget == "select":
         w = pn.widgets.Select(**common, options=dict(zip(c.labels, c.options)))
-    elif c.key == "seed":
-        w = pn.widgets.IntInput(**common, start=int(c.start), end=int(c.end), step=1, value=1)
-    elif c.step == 1:
-        w = pn.widgets.IntSlider(**common, start=int(c.start), end=int(c.end), step=1)
     else:
-        w = pn.widgets.FloatSlider(**common, start=c.start, end=c.end, step=c.step)
+        start, end, step = c.range
+        if c.widget == "number":
+            w = pn.widgets.IntInput(**common, start=int(start), end=int(end), step=int(step), value=c.default)
+        elif isinstance(c.default, int):
+            w = pn.widgets.IntSlider(**common, start=int(start), end=int(end), step=int(step))
+        else:
+            w = pn.widgets.FloatSlider(**common, start=start, end=end, step=step)
     w.jscallback(value=CHANGED.format(name=c.name, prop=c.prop))
     return w
+
+
+def _off_switch(c: Control) -> Any:
+    box = pn.widgets.Checkbox(name=c.off_label, tags=[c.off_name])
+    box.jscallback(value=CHANGED.format(name=c.off_name, prop="active"))
+    return box
 
 
 def controls(keys: tuple[str, ...] | None = None) -> pn.Column:
     chosen = [c for c in CONTROLS if keys is None or c.key in keys]
     items: list[Any] = []
     for c in chosen:
-        if c.options and c.prop == "active":  # a button group shows no title of its own
+        if c.widget == "buttons":  # a button group shows no title of its own
             items.append(pn.pane.HTML(f'<div style="font-size: 13px">{c.label}</div>', margin=(6, 10, 0, 10)))
         items.append(_widget(c))
-        if c.key == "router.spill_threshold_s":
-            spill_off = pn.widgets.Checkbox(name="Never spill (always follow the cache)", tags=[SPILL_OFF])
-            spill_off.jscallback(value=CHANGED.format(name=SPILL_OFF, prop="active"))
-            items.append(spill_off)
+        if c.off_label:
+            items.append(_off_switch(c))
     return pn.Column(*items, sizing_mode="stretch_width", margin=0)
 
 
 def event_controls() -> pn.Column:
-    at = pn.widgets.FloatInput(name="Start (s)", value=EVENT_INPUTS["evt:at"], start=0, step=10, tags=["evt:at"], width=95)
-    duration = pn.widgets.FloatInput(name="Lasting (s)", value=EVENT_INPUTS["evt:duration"], start=1, step=10,
-                                     tags=["evt:duration"], width=95)
-    factor = pn.widgets.FloatInput(name="Burst ×", value=EVENT_INPUTS["evt:factor"], start=1, end=20, step=0.5,
-                                   tags=["evt:factor"], width=80)
+    inputs = [pn.widgets.FloatInput(name=i.label, value=i.default, start=i.low, end=i.high, step=i.step, tags=[i.name],
+                                    sizing_mode="stretch_width", min_width=70) for i in EVENT_INPUTS]
+    names = json.dumps([i.name for i in EVENT_INPUTS])
     buttons = []
-    for kind, label in (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst")):
+    for kind, label in EVENT_BUTTONS:
         b = pn.widgets.Button(name=label, tags=[f"act:{kind}"], button_type="primary" if kind == "timestamp" else "default",
                               sizing_mode="stretch_width", margin=(5, 4))
-        b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}})")
+        b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}}, {names})")
         buttons.append(b)
-    return pn.Column(pn.Row(at, duration, factor, margin=0), buttons[0], pn.Row(*buttons[1:], margin=0),
+    return pn.Column(pn.Row(*inputs, sizing_mode="stretch_width", margin=0), buttons[0], pn.Row(*buttons[1:], margin=0),
                      sizing_mode="stretch_width", margin=0)
 
 

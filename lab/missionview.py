@@ -1,20 +1,27 @@
-"""The missions panel of the page: the list, the chosen mission, and how the current setup scores.
+"""The missions panel of the page: which mission is chosen, which are open, how the setup scores.
 
-Runs with `lab.view` (in the browser under Pyodide, and at build time).
-Progress is the best stars per mission, kept by the browser in localStorage
-and sent with every request; missions unlock in order (one star on the one
-before), or all at once with `#unlock=all` for a workshop facilitator. The
-chosen mission is `#mission=<id>` in the URL, so a link opens it. While a
-mission is chosen, only the controls it allows stay enabled.
+Pure functions: none changes its arguments, each returns new values. Run by
+`lab.view`, in the browser under Pyodide and at build time.
+
+Progress is the best stars by mission id, kept by the browser in
+localStorage (`prefix-lab:progress`) and sent with every request. It is
+keyed by id, never by position: an id the catalog does not know (a mission
+of a later version of the lab) is kept and handed back untouched, but shown
+nowhere. A mission opens when every mission it `requires` has a star, or all
+at once with `#unlock=all` for a workshop facilitator. The chosen mission is
+`#mission=<id>` in the URL, so a link opens it; while a mission is chosen,
+only the keys it allows stay enabled.
 """
 
 import html
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from missions import MISSIONS, Mission, find_mission, score
-from model import Result, Scenario
+from missions import MISSIONS, Mission, Verdict, find_mission, unlocked
+from model import Scenario
 
-__all__ = ["ACTIONS", "apply_action", "mission_patches", "read_progress"]
+__all__ = ["ACTIONS", "apply_action", "chosen", "open_missions", "panel_html", "read_progress", "with_stars"]
 
 ACTIONS = ("select_mission", "load_mission", "reset_progress")
 LOCK = ('<svg aria-hidden="true" width="10" height="12" viewBox="0 0 10 12"><rect x="1" y="5" width="8" height="6" '
@@ -24,105 +31,97 @@ KEY_LABELS = {"fleet.cache": "prefix cache", "fleet.memory_gb": "prefix memory",
               "router.kind": "router", "router.spill_threshold_s": "spill threshold",
               "dynamic_text": "dynamic text", "traffic.session_rate": "request rate", "seed": "seed",
               "events": "events"}
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # what a mission id may look like, known or not
 
 
 def read_progress(raw: Any) -> dict[str, int]:
-    """Best stars per known mission, from whatever the browser sent (anything else is dropped)."""
+    """Best stars by mission id from whatever the browser sent: unknown ids kept, malformed entries dropped."""
     if not isinstance(raw, dict):
         return {}
-    known = {m.id for m in MISSIONS}
-    return {k: v for k, v in raw.items()
-            if k in known and isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and _ID.fullmatch(k)
+            and isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3}
 
 
-def unlocked(progress: dict[str, int], page: dict) -> set[str]:
+def open_missions(progress: Mapping[str, int], page: Mapping[str, str]) -> frozenset[str]:
+    """Ids of the missions a player may open."""
     if page.get("unlock") == "all":
-        return {m.id for m in MISSIONS}
-    out, previous_passed = set(), True
-    for m in MISSIONS:
-        if previous_passed:
-            out.add(m.id)
-        previous_passed = progress.get(m.id, 0) >= 1
-    return out
+        return frozenset(m.id for m in MISSIONS)
+    return unlocked(progress, MISSIONS)
 
 
-def current(page: dict, progress: dict[str, int], notices: list[str]) -> Mission | None:
-    """The chosen mission, if it exists and is unlocked (else a notice, and none)."""
+def chosen(page: Mapping[str, str], progress: Mapping[str, int]) -> tuple[Mission | None, str | None]:
+    """The mission the page chose if it can be opened; else none, and a notice saying why."""
     mission_id = page.get("mission")
     if not mission_id:
-        return None
-    mission = find_mission(mission_id)
+        return None, None
+    mission = find_mission(mission_id, MISSIONS)
     if mission is None:
-        notices.append(f"There is no mission '{mission_id[:40]}'; showing free play.")
-    elif mission.id not in unlocked(progress, page):
-        notices.append(f"'{mission.title}' unlocks when the mission before it is passed.")
-        mission = None
-    if mission is None:
-        page.pop("mission", None)
-    return mission
+        return None, f"There is no mission '{mission_id[:40]}'; showing free play."
+    if mission.id not in open_missions(progress, page):
+        return None, f"'{mission.title}' unlocks when you pass {_still_needed(mission, progress)}."
+    return mission, None
 
 
-def apply_action(action: dict, scenario: Scenario, page: dict, progress: dict[str, int],
-                 notices: list[str]) -> tuple[Scenario, dict[str, int]]:
+def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[str, str],
+                 progress: Mapping[str, int]) -> tuple[Scenario, dict[str, str], dict[str, int]]:
+    """A missions action's new scenario, page keys and progress."""
     kind = action.get("type")
+    page, progress = dict(page), dict(progress)
     if kind == "select_mission":
-        mission_id = str(action.get("mission") or "")
-        if mission_id:
-            page["mission"] = mission_id
-        else:
-            page.pop("mission", None)
+        page.pop("mission", None)
+        if action.get("mission"):
+            page["mission"] = str(action["mission"])
     elif kind == "load_mission":
-        mission = current(page, progress, notices)
+        mission, _ = chosen(page, progress)
         if mission is not None:
             scenario = mission.start
     elif kind == "reset_progress":
         progress = {}
-    return scenario, progress
+    return scenario, page, progress
 
 
-def mission_patches(scenario: Scenario, result: Result, page: dict, progress: dict[str, int],
-                    notices: list[str], bokeh: dict, dom: dict) -> tuple[dict[str, int], Mission | None]:
-    """Write the missions panel; return the progress with this setup's stars counted, and the active mission."""
-    mission = current(page, progress, notices)
+def with_stars(progress: Mapping[str, int], mission: Mission | None, verdict: Verdict | None) -> dict[str, int]:
+    """`progress` with this verdict's stars counted: a worse setup never takes stars away."""
+    out = dict(progress)
+    if mission is not None and verdict is not None and verdict.stars > out.get(mission.id, 0):
+        out[mission.id] = verdict.stars
+    return out
+
+
+def panel_html(mission: Mission | None, verdict: Verdict | None, progress: Mapping[str, int],
+               open_ids: frozenset[str]) -> str:
+    """The missions panel: the list (open, locked, stars), and the chosen mission with its verdict."""
     detail = '<p class="hint">Pick a mission to get a broken setup to fix, or keep exploring in free play.</p>'
-    if mission is not None:
-        verdict = score(mission, scenario, result)
-        if verdict.stars > progress.get(mission.id, 0):
-            progress = {**progress, mission.id: verdict.stars}
+    if mission is not None and verdict is not None:
         detail = _detail(mission, verdict)
-        for name, patch in bokeh.items():
-            key = name.removeprefix("ctl:").replace("router.spill_off", "router.spill_threshold_s")
-            if name.startswith("ctl:") and key not in mission.controls:
-                patch["disabled"] = True
-        for kind in ("timestamp", "surge", "burst"):
-            bokeh[f"act:{kind}"] = {"disabled": "events" not in mission.controls}
-    else:
-        for kind in ("timestamp", "surge", "burst"):
-            bokeh[f"act:{kind}"] = {"disabled": False}
-    open_ids = unlocked(progress, page)
     items = []
     for n, m in enumerate(MISSIONS, 1):
         stars = progress.get(m.id, 0)
-        chosen = mission is not None and m.id == mission.id
+        picked = mission is not None and m.id == mission.id
         shown = f"{n}. {html.escape(m.title)} <span class=\"stars\" aria-label=\"{stars} of 3 stars\">{_stars(stars)}</span>"
         if m.id in open_ids:
-            items.append(f'<li><button type="button" class="mission{" chosen" if chosen else ""}" '
-                         f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(chosen).lower()}" '
+            items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
+                         f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(picked).lower()}" '
                          f'data-stars="{stars}">{shown}</button></li>')
         else:
             items.append(f'<li><button type="button" class="mission locked" disabled data-mission="{m.id}" '
-                         f'title="Pass the mission before it to unlock this one">{LOCK} {shown}</button></li>')
+                         f'title="Pass {html.escape(_still_needed(m, progress))} to unlock this one">{LOCK} {shown}</button></li>')
     free = "" if mission is None else \
         '<li><button type="button" class="mission" data-action="select_mission" data-mission="">Free play</button></li>'
-    dom["#missions"] = {"hidden": False, "html": (
-        '<div class="mission-head"><h2>Missions</h2>'
-        '<button type="button" class="reset" data-action="reset_progress">Reset progress</button></div>'
-        f'<ol class="mission-list">{"".join(items)}{free}</ol>'
-        f'<div class="mission-detail">{detail}</div>')}
-    return progress, mission
+    return ('<div class="mission-head"><h2>Missions</h2>'
+            '<button type="button" class="reset" data-action="reset_progress">Reset progress</button></div>'
+            f'<ol class="mission-list">{"".join(items)}{free}</ol>'
+            f'<div class="mission-detail">{detail}</div>')
 
 
-def _detail(mission: Mission, verdict: Any) -> str:
+def _still_needed(mission: Mission, progress: Mapping[str, int]) -> str:
+    """The prerequisites of `mission` without a star, by title: 'A', or 'A' and 'B'."""
+    missing = [find_mission(r, MISSIONS) for r in mission.requires if progress.get(r, 0) < 1]
+    titles = [f"'{m.title}'" for m in missing if m is not None] or ["the missions before it"]
+    return titles[0] if len(titles) == 1 else ", ".join(titles[:-1]) + " and " + titles[-1]
+
+
+def _detail(mission: Mission, verdict: Verdict) -> str:
     allowed = ", ".join(KEY_LABELS.get(k, k) for k in mission.controls)
     levels = (f"<li>One star: {html.escape(mission.goal_text())}</li>"
               f"<li>Two stars: also {html.escape('; '.join(t.text() for t in mission.two_stars))}</li>"

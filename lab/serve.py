@@ -1,26 +1,52 @@
-"""`prefix-lab serve`: build the site if it is missing or stale, then serve it with Tornado.
+"""`prefix-lab serve`: bind the port, build the site if it is missing or stale, then serve it with Tornado.
 
 Static files only, from the site folder and nothing outside it: no directory
-listings, `/` serves index.html. Each file goes out with its proper type
-(`.wasm` as application/wasm, `.mjs` as JavaScript), an ETag (a 304 when it
-matches), `Cache-Control: no-cache` (revalidate, so a rebuilt site is never
-stale), and its gzip twin when the browser accepts gzip. Listens on
-127.0.0.1 unless told otherwise (`--host 0.0.0.0` for a workshop room).
+listings, nothing under a name starting with a dot, no symlink leading out
+(for a gzip twin as for the file itself), `/` serves index.html. Each file
+goes out with its proper type (`.wasm` as application/wasm, `.mjs` as
+JavaScript), an ETag (a 304 when it matches), `Cache-Control: no-cache`
+(revalidate, so a rebuilt site is never stale), and its gzip twin when the
+browser accepts gzip (`gzip;q=0` refuses it) and the twin is not older than
+the file (a hand-edited file goes out as it is).
+
+The site folder is looked up again for every request: `prefix-lab build`
+swaps a new build in behind a symlink (see build.py), and each request
+reads one whole build, the old or the new.
+
+Every response carries a Content-Security-Policy: the site's own origin
+only, `'unsafe-eval'` because BokehJS compiles each widget's CustomJS with
+`new Function`, `'wasm-unsafe-eval'` for Pyodide, the sha256 of the page's
+inline scripts (recorded in build.json by the build), and `frame-ancestors
+'none'` except on embed.html, which articles frame. No `Server` header.
+
+Workshop limits (`Limits`): a request's headers must arrive within
+`header_timeout_s`, which is also how long an idle keep-alive connection is
+kept; at most `max_connections` connections at once (more are answered 503
+and closed); a URL over `max_url_bytes` is answered 414, headers over
+`max_header_bytes` 431. A response being written (a file, or a stream of
+server-sent events) is never cut by these timeouts.
 """
 
 import asyncio
+import json
 import mimetypes
 import os
 import socket
+import stat
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tornado.httpserver
+import tornado.httputil
+import tornado.iostream
 import tornado.netutil
 import tornado.web
 
-from .build import BuildError, build_site, site_is_current
+from .build import build_site, site_is_current
 
-__all__ = ["SiteHandler", "make_app", "serve"]
+__all__ = ["Limits", "ServeError", "SiteHandler", "accepts_gzip", "content_security_policy", "make_app",
+           "make_server", "serve"]
 
 TYPES = {
     ".wasm": "application/wasm",
@@ -33,29 +59,141 @@ TYPES = {
     ".css": "text/css",
     ".html": "text/html",
 }
+EMBEDDABLE = {"embed.html"}  # pages other sites may put in a frame
+
+
+class ServeError(RuntimeError):
+    """The lab cannot be served as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one server allows, sized for a workshop room of about 100 people.
+
+    A page load makes about 25 requests over at most 6 connections per browser
+    (Chromium's limit per origin, an event stream included): 100 people hold at
+    most 600, and 700 leaves room for a second tab or device while staying
+    under the usual limit of 1,024 open files per process.
+    """
+
+    header_timeout_s: float = 10.0  # for a request's headers to arrive; also how long an idle connection stays
+    max_connections: int = 700  # open at once; more are answered 503 and closed
+    max_url_bytes: int = 8_192  # longer request targets get 414
+    max_header_bytes: int = 16_384  # longer header sections get 431 (Tornado drops anything over 64 KiB unread)
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding value allows gzip (`gzip;q=0` and `*;q=0` do not)."""
+    weights: dict[str, float] = {}
+    for part in header.split(","):
+        name, *params = part.split(";")
+        weight = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        weights.setdefault(name.strip().lower(), weight)
+    for name in ("gzip", "x-gzip"):
+        if name in weights:
+            return weights[name] > 0
+    return weights.get("*", 0.0) > 0
+
+
+def content_security_policy(script_hashes: list[str], framed: bool) -> str:
+    """The policy for a page whose inline scripts have these hashes; `framed`: other sites may frame it."""
+    script = " ".join(["'self'", "'unsafe-eval'", "'wasm-unsafe-eval'", *script_hashes])
+    rules = [
+        "default-src 'self'",
+        f"script-src {script}",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:",  # Bokeh's icons are data: URLs in its CSS
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "worker-src 'self' blob:",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+    ]
+    if not framed:
+        rules.append("frame-ancestors 'none'")
+    return "; ".join(rules)
+
+
+class _Site:
+    """The served folder, looked up per request, and the inline-script hashes of its current build."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = os.path.abspath(path)
+        self._hashes: tuple[tuple[str, int], dict[str, list[str]]] | None = None  # (build.json's key, hashes)
+
+    def root(self) -> str:
+        return os.path.realpath(self.path)
+
+    def script_hashes(self, root: str, page: str) -> list[str]:
+        manifest = os.path.join(root, "build.json")
+        try:
+            key = (manifest, os.stat(manifest).st_mtime_ns)
+            if self._hashes is None or self._hashes[0] != key:
+                with open(manifest, encoding="utf-8") as f:
+                    recorded = json.load(f).get("inline_scripts", {})
+                self._hashes = (key, recorded if isinstance(recorded, dict) else {})
+            found = self._hashes[1].get(page, [])
+        except (OSError, ValueError, AttributeError):
+            return []
+        return [h for h in found if isinstance(h, str)] if isinstance(found, list) else []
 
 
 class SiteHandler(tornado.web.StaticFileHandler):
-    """Tornado's static handler, plus content types, gzip twins and no-cache revalidation."""
+    """Tornado's static handler, plus content types, checked gzip twins, security headers, no-cache."""
 
-    def initialize(self, path: str, default_filename: str | None = None) -> None:
-        super().initialize(path, default_filename)
+    def initialize(self, site: _Site, default_filename: str | None = None) -> None:
+        self.site = site
+        super().initialize(site.root(), default_filename)  # this request reads this build, even if one swaps in
         self._plain_path: str | None = None  # the file asked for, when its .gz twin is sent
 
+    def set_default_headers(self) -> None:  # every response, errors included
+        self.clear_header("Server")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Content-Security-Policy", content_security_policy([], framed=False))
+
+    def parse_url_path(self, url_path: str) -> str:
+        if "\x00" in url_path:
+            raise tornado.web.HTTPError(400, "a NUL byte in the path")
+        if any(part.startswith(".") for part in url_path.split("/")):
+            raise tornado.web.HTTPError(404)  # dot-files and dot-folders are never served
+        return super().parse_url_path(url_path)
+
     def validate_absolute_path(self, root: str, absolute_path: str) -> str | None:
-        path = super().validate_absolute_path(root, absolute_path)  # stays inside root; dirs -> index
+        path = super().validate_absolute_path(root, absolute_path)  # inside root; a folder -> its index
         if path is None:
             return None
-        if os.path.basename(path).startswith("."):
-            raise tornado.web.HTTPError(404)
-        twin = path + ".gz"
-        accepts = "gzip" in self.request.headers.get("Accept-Encoding", "")
-        if accepts and not path.endswith(".gz") and os.path.isfile(twin):
+        real_root = os.path.join(os.path.realpath(root), "")
+        if not os.path.realpath(path).startswith(real_root):  # Tornado before 6.6 follows symlinks anywhere
+            raise tornado.web.HTTPError(403)
+        twin = self._gzip_twin(path, real_root)
+        if twin is not None:
             self._plain_path = path
-            if hasattr(self, "_stat_result"):  # newer Tornado stats the file here; size and time are the twin's
-                self._stat_result = os.stat(twin)
+            self._stat_result = os.stat(twin)  # size and time are the twin's
             return twin
         return path
+
+    def _gzip_twin(self, path: str, real_root: str) -> str | None:
+        """`path`.gz if the browser takes gzip and the twin is a regular file inside the site, not older."""
+        if path.endswith(".gz") or not accepts_gzip(self.request.headers.get("Accept-Encoding", "")):
+            return None
+        twin = path + ".gz"
+        try:
+            twin_stat, plain_stat = os.stat(twin), os.stat(path)
+        except OSError:
+            return None
+        if (not stat.S_ISREG(twin_stat.st_mode) or twin_stat.st_mtime_ns < plain_stat.st_mtime_ns
+                or not os.path.realpath(twin).startswith(real_root)):
+            return None
+        return twin
 
     def get_content_type(self) -> str:
         path = self._plain_path or self.absolute_path or ""
@@ -69,37 +207,139 @@ class SiteHandler(tornado.web.StaticFileHandler):
     def set_extra_headers(self, path: str) -> None:
         self.set_header("Cache-Control", "no-cache")
         self.set_header("Vary", "Accept-Encoding")
-        self.set_header("X-Content-Type-Options", "nosniff")
         if self._plain_path is not None:
             self.set_header("Content-Encoding", "gzip")
+        page = os.path.relpath(self._plain_path or self.absolute_path or "", self.root).replace(os.sep, "/")
+        if page.endswith(".html"):
+            framed = page in EMBEDDABLE
+            self.set_header("Content-Security-Policy",
+                            content_security_policy(self.site.script_hashes(self.root, page), framed))
+            if not framed:
+                self.set_header("X-Frame-Options", "DENY")
 
 
 def make_app(site: Path) -> tornado.web.Application:
-    root = str(site.resolve())
     return tornado.web.Application(
-        [(r"/(.*)", SiteHandler, {"path": root, "default_filename": "index.html"})],
+        [(r"/(.*)", SiteHandler, {"site": _Site(site), "default_filename": "index.html"})],
         compress_response=False,  # the .gz twins are already compressed
         static_hash_cache=False,
     )
 
 
-def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool = False) -> None:
-    """Build if needed, then serve until interrupted."""
-    from .cli import UsageError
+class _Refusal(tornado.httputil.HTTPMessageDelegate):
+    """Answers 414 or 431 instead of handing an over-long request to the application."""
 
+    REASONS = {414: "URI Too Long", 431: "Request Header Fields Too Large"}
+
+    def __init__(self, inner: tornado.httputil.HTTPMessageDelegate, conn: tornado.httputil.HTTPConnection,
+                 limits: Limits) -> None:
+        self.inner, self.conn, self.limits = inner, conn, limits
+        self.refused = False
+
+    def headers_received(self, start_line: Any, headers: tornado.httputil.HTTPHeaders) -> Any:
+        status = None
+        if len(getattr(start_line, "path", "")) > self.limits.max_url_bytes:
+            status = 414
+        elif sum(len(k) + len(v) + 4 for k, v in headers.get_all()) > self.limits.max_header_bytes:
+            status = 431
+        if status is None:
+            return self.inner.headers_received(start_line, headers)
+        self.refused = True
+        body = f"{status} {self.REASONS[status]}\n".encode()
+        self.conn.write_headers(
+            tornado.httputil.ResponseStartLine("HTTP/1.1", status, self.REASONS[status]),
+            tornado.httputil.HTTPHeaders({"Content-Type": "text/plain; charset=utf-8",
+                                          "Content-Length": str(len(body))}),
+            body)
+        self.conn.finish()
+        return None
+
+    def data_received(self, chunk: bytes) -> Any:
+        return None if self.refused else self.inner.data_received(chunk)
+
+    def finish(self) -> None:
+        if not self.refused:
+            self.inner.finish()
+
+    def on_connection_close(self) -> None:
+        if not self.refused:
+            self.inner.on_connection_close()
+
+
+class _Limited(tornado.httputil.HTTPServerConnectionDelegate):
+    """The application behind the URL and header size checks."""
+
+    def __init__(self, app: tornado.web.Application, limits: Limits) -> None:
+        self.app, self.limits = app, limits
+
+    def start_request(self, server_conn: object, request_conn: tornado.httputil.HTTPConnection) -> Any:
+        return _Refusal(self.app.start_request(server_conn, request_conn), request_conn, self.limits)
+
+    def on_close(self, server_conn: object) -> None:
+        self.app.on_close(server_conn)
+
+
+BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 24\r\n"
+        b"Retry-After: 5\r\nConnection: close\r\n\r\ntoo many connections now\n")
+
+
+class _CappedServer(tornado.httpserver.HTTPServer):
+    """An HTTPServer that answers 503 and closes a connection beyond `max_connections`."""
+
+    def initialize(self, *args: Any, max_connections: int = 700, **kwargs: Any) -> None:
+        super().initialize(*args, **kwargs)
+        self.max_connections = max_connections
+        self._streams: list[tornado.iostream.IOStream] = []
+
+    def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple) -> None:
+        self._streams = [s for s in self._streams if not s.closed()]
+        if len(self._streams) >= self.max_connections:
+            stream.write(BUSY).add_done_callback(lambda written: _close(stream, written))
+            return
+        self._streams.append(stream)
+        super().handle_stream(stream, address)
+
+
+def _close(stream: tornado.iostream.IOStream, written: "asyncio.Future[None]") -> None:
+    if not written.cancelled():
+        written.exception()  # a client already gone is no error
+    stream.close()
+
+
+def make_server(site: Path, limits: Limits = Limits()) -> tornado.httpserver.HTTPServer:
+    """The HTTP server for `site` with these limits (add sockets to start it)."""
+    return _CappedServer(
+        _Limited(make_app(site), limits),
+        max_connections=limits.max_connections,
+        idle_connection_timeout=limits.header_timeout_s,  # Tornado's header timeout is this one too
+        body_timeout=limits.header_timeout_s,
+        max_header_size=65_536,
+        max_body_size=1 << 20,  # the site takes no request bodies; small ones may come with the workshop room
+        max_buffer_size=1 << 20,
+    )
+
+
+def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool = False,
+          limits: Limits = Limits()) -> None:
+    """Bind the port, build if needed, then serve until interrupted.
+
+    Raises ServeError (bad port, port taken) or BuildError (the site cannot be built).
+    """
     if not 0 <= port < 65536:
-        raise UsageError(f"--port {port}: use a port from 1 to 65535 (0 picks a free one)")
-    if rebuild or not site_is_current(site):
-        try:
+        raise ServeError(f"--port {port}: use a port from 1 to 65535 (0 picks a free one)")
+    try:  # first, so that a port in use fails before any build
+        sockets = tornado.netutil.bind_sockets(port, address=host, family=socket.AF_UNSPEC)
+    except (OSError, ValueError) as exc:  # in use, not ours, or not an address (UnicodeError is a ValueError)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ServeError(f"cannot listen on {host}:{port}: {reason}") from None
+    try:
+        if rebuild or not site_is_current(site):
             print(f"building the lab into {site} ...", flush=True)
             build_site(site)
-        except BuildError as exc:
-            raise UsageError(str(exc)) from None
-    app = make_app(site)
-    try:
-        sockets = tornado.netutil.bind_sockets(port, address=host, family=socket.AF_UNSPEC)
-    except OSError as exc:  # in use, not ours, or not an address
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
     bound = sockets[0].getsockname()[1]
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     print(f"prefix-lab is at http://{shown}:{bound}/  (embed: http://{shown}:{bound}/embed.html)", flush=True)
@@ -108,7 +348,7 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
               flush=True)
 
     async def main() -> None:
-        server = tornado.httpserver.HTTPServer(app)
+        server = make_server(site, limits)
         server.add_sockets(sockets)
         await asyncio.Event().wait()
 
@@ -116,4 +356,3 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
-

@@ -44,10 +44,18 @@ from model import (
     simulate,
 )
 
-from .cli import UsageError, load_scenario
-from .traces import CHUNK_BYTES, add_trace_options, open_trace, positive_int, replay_keys_only, trace_problem
+from .traces import (
+    CHUNK_BYTES,
+    CommandError,
+    add_trace_options,
+    open_trace,
+    positive_int,
+    replay_keys_only,
+    trace_problem,
+)
 
-__all__ = ["FIGURES", "Target", "add_sweep_verb", "cheapest", "parse_grid", "parse_target", "run_points"]
+__all__ = ["FIGURES", "Target", "Traffic", "add_sweep_verb", "cheapest", "parse_grid", "parse_target", "run_points",
+           "sweep_output"]
 
 MAX_POINTS = 10_000
 FIGURES = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps",
@@ -84,19 +92,19 @@ class Traffic:
 # -- parsing -------------------------------------------------------------------
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
-    """`KEY=VALUES` items as {key: [value text, ...]}, ranges expanded; UsageError if malformed."""
+    """`KEY=VALUES` items as {key: [value text, ...]}, ranges expanded; CommandError if malformed."""
     grid: dict[str, list[str]] = {}
     for item in items:
         key, eq, values = item.partition("=")
         key = key.strip()
         if not eq or not key or not values.strip():
-            raise UsageError(f"--grid {item!r}: write KEY=VALUES, for example --grid fleet.replicas=2:16")
+            raise CommandError(f"--grid {item!r}: write KEY=VALUES, for example --grid fleet.replicas=2:16")
         if key in grid:
-            raise UsageError(f"--grid {key}: given twice; list all its values in one --grid")
+            raise CommandError(f"--grid {key}: given twice; list all its values in one --grid")
         texts: list[str] = []
         for part in (p.strip() for p in values.split(",")):
             if not part:
-                raise UsageError(f"--grid {item!r}: an empty value between commas")
+                raise CommandError(f"--grid {item!r}: an empty value between commas")
             texts += _expand(key, part) if ":" in part else [part]
         grid[key] = list(dict.fromkeys(texts))  # a value given twice runs once
     return grid
@@ -108,16 +116,16 @@ def _expand(key: str, part: str) -> list[str]:
     try:
         numbers = [float(b) for b in bits]
     except ValueError:
-        raise UsageError(f"--grid {key}={part}: a range is START:END or START:END:STEP, in numbers") from None
+        raise CommandError(f"--grid {key}={part}: a range is START:END or START:END:STEP, in numbers") from None
     if len(numbers) not in (2, 3) or not all(math.isfinite(n) for n in numbers):
-        raise UsageError(f"--grid {key}={part}: a range is START:END or START:END:STEP")
+        raise CommandError(f"--grid {key}={part}: a range is START:END or START:END:STEP")
     start, end = numbers[0], numbers[1]
     step = numbers[2] if len(numbers) == 3 else 1.0
     if step <= 0 or end < start:
-        raise UsageError(f"--grid {key}={part}: a range needs START <= END and a STEP above 0")
+        raise CommandError(f"--grid {key}={part}: a range needs START <= END and a STEP above 0")
     count = int(math.floor((end - start) / step + 1e-9)) + 1
     if count > MAX_POINTS:
-        raise UsageError(f"--grid {key}={part}: {count:,} values; a sweep runs at most {MAX_POINTS:,} points")
+        raise CommandError(f"--grid {key}={part}: {count:,} values; a sweep runs at most {MAX_POINTS:,} points")
     values = [round(start + i * step, 9) for i in range(count)]
     return [str(int(v)) if v.is_integer() else repr(v) for v in values]
 
@@ -126,17 +134,17 @@ _TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*([-+0-9.eE]+)\s*$")
 
 
 def parse_target(text: str) -> Target:
-    """`figure<=value` or `figure>=value`; UsageError naming what is allowed."""
+    """`figure<=value` or `figure>=value`; CommandError naming what is allowed."""
     m = _TARGET.match(text)
     if not m:
-        raise UsageError(f"--target {text!r}: write FIGURE<=VALUE or FIGURE>=VALUE, for example ttft_p99_ms<=500")
+        raise CommandError(f"--target {text!r}: write FIGURE<=VALUE or FIGURE>=VALUE, for example ttft_p99_ms<=500")
     figure, op, value = m.groups()
     if figure not in FIGURES:
-        raise UsageError(f"--target {figure}: not a figure; use one of {', '.join(FIGURES)}")
+        raise CommandError(f"--target {figure}: not a figure; use one of {', '.join(FIGURES)}")
     try:
         number = float(value)
     except ValueError:
-        raise UsageError(f"--target {text!r}: {value!r} is not a number") from None
+        raise CommandError(f"--target {text!r}: {value!r} is not a number") from None
     return Target(figure, op, number)
 
 
@@ -144,14 +152,14 @@ def points(base: Scenario, grid: dict[str, list[str]]) -> list[Scenario]:
     """Every combination of the grid's values on `base`, the last key varying fastest."""
     total = math.prod(len(v) for v in grid.values())
     if total > MAX_POINTS:
-        raise UsageError(f"--grid: {total:,} combinations; a sweep runs at most {MAX_POINTS:,}")
+        raise CommandError(f"--grid: {total:,} combinations; a sweep runs at most {MAX_POINTS:,}")
     out = []
     for combo in itertools.product(*grid.values()):
         values = dict(zip(grid, combo))
         try:
             out.append(base.with_text(values))
         except ScenarioError as exc:
-            raise UsageError(f"--grid: {exc}") from None
+            raise CommandError(f"--grid: {exc}") from None
     return out
 
 
@@ -215,11 +223,11 @@ def _run_dask(tasks: list[dict[str, Any]], traffic: Traffic | None, address: str
     try:
         from dask.distributed import Client
     except ImportError:
-        raise UsageError("--scheduler needs dask.distributed: pip install 'prefix-lab[sweep]'") from None
+        raise CommandError("--scheduler needs dask.distributed: pip install 'prefix-lab[sweep]'") from None
     try:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc})") from None
+        raise CommandError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc})") from None
     with client:
         trace = None
         if traffic is not None:  # workers may share no disk with us: send them the trace once
@@ -266,17 +274,18 @@ def _text(value: Any) -> str:
 
 # -- the verb ------------------------------------------------------------------
 
-def _sweep(args: argparse.Namespace) -> int:
+def sweep_output(args: argparse.Namespace, load: Callable[[], Scenario]) -> Iterator[str]:
+    """Run `prefix-lab sweep`; the lines it prints (a table and the cheapest, or JSON). `load()` is the base scenario."""
     grid = parse_grid(args.grid)
     targets = [parse_target(t) for t in args.target]
     if args.traffic is None and (args.block_tokens != BLOCK_TOKENS or args.speedup != 1.0):
-        raise UsageError("--block-tokens and --speedup read a trace: give it with --traffic FILE")
+        raise CommandError("--block-tokens and --speedup read a trace: give it with --traffic FILE")
     if args.traffic is not None:
         replay_keys_only(args.set)
         replay_keys_only([f"{k}=" for k in grid], "--grid")
         if args.scenario is not None:
-            raise UsageError("--traffic replays a trace; give fleet and router keys with --set, not a scenario file")
-    base = load_scenario(args.scenario, args.set)
+            raise CommandError("--traffic replays a trace; give fleet and router keys with --set, not a scenario file")
+    base = load()
     scenarios = points(base, grid)
     traffic = None if args.traffic is None else _checked_traffic(args, scenarios)
 
@@ -289,7 +298,7 @@ def _sweep(args: argparse.Namespace) -> int:
     try:
         rows = run_points(scenarios, traffic, args.workers, args.scheduler, progress)
     except (TraceError, ScenarioError) as exc:  # a trace changed on disk since it was checked
-        raise UsageError(trace_problem(args.traffic, exc)) from None
+        raise CommandError(trace_problem(args.traffic, exc)) from None
     if live:
         print(file=sys.stderr)
     keys = list(grid)
@@ -316,20 +325,19 @@ def _sweep(args: argparse.Namespace) -> int:
         try:
             html = plot_html(data)
         except ValueError as exc:
-            raise UsageError(f"--plot: {exc}") from None
+            raise CommandError(f"--plot: {exc}") from None
         _write(args.plot, html)
     if args.json:
-        print(json.dumps(data, indent=1))
-    else:
-        print(table(rows, keys, best, targets))
-        if targets:
-            wanted = " and ".join(t.text() for t in targets)
-            if best is None:
-                print(f"no setup meets {wanted}")
-            else:
-                chosen = ", ".join(f"{k}={_text(rows[best][k])}" for k in keys)
-                print(f"* cheapest meeting {wanted}: {chosen}")
-    return 0
+        yield json.dumps(data, indent=1)
+        return
+    yield table(rows, keys, best, targets)
+    if targets:
+        wanted = " and ".join(t.text() for t in targets)
+        if best is None:
+            yield f"no setup meets {wanted}"
+        else:
+            chosen = ", ".join(f"{k}={_text(rows[best][k])}" for k in keys)
+            yield f"* cheapest meeting {wanted}: {chosen}"
 
 
 def _checked_traffic(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> Traffic:
@@ -340,9 +348,9 @@ def _checked_traffic(args: argparse.Namespace, scenarios: Sequence[Scenario]) ->
         for s in scenarios:
             replay_scenario(s, info, args.speedup)
     except TraceError as exc:
-        raise UsageError(trace_problem(path, exc)) from None
+        raise CommandError(trace_problem(path, exc)) from None
     except ScenarioError as exc:
-        raise UsageError(f"{path}: {exc}") from None
+        raise CommandError(f"{path}: {exc}") from None
     return Traffic(path, info, args.block_tokens, args.speedup)
 
 
@@ -350,11 +358,11 @@ def _write(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def add_sweep_verb(verbs: Any) -> None:
-    """Register `prefix-lab sweep`."""
+def add_sweep_verb(verbs: Any) -> Any:
+    """Register `prefix-lab sweep`; the CLI sets what runs it."""
     p = verbs.add_parser("sweep", help="run every combination of a grid of settings; table, JSON and plot",
                          description="Run every combination of --grid values (synthetic traffic, or a trace "
                                      "with --traffic) on every core or a Dask cluster, print a table, and mark "
@@ -374,4 +382,4 @@ def add_sweep_verb(verbs: Any) -> None:
     p.add_argument("--workers", type=positive_int, metavar="N", help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.set_defaults(func=_sweep)
+    return p

@@ -5,34 +5,39 @@ this module opens the files. A trace file is read in chunks of `CHUNK_BYTES`,
 twice (once to check it, once to replay it), so a trace of any length runs in
 the memory of one line plus the run's own records. A bad line ends the
 command with one line naming the file, the line number and what is wrong.
+
+As the build and the server do, this module leaves the CLI alone: it raises
+`CommandError`, which `lab.cli` shows as its one-line error, and gives its
+output as lines, which `lab.cli` prints.
 """
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from model import BLOCK_TOKENS, Result, Scenario, ScenarioError, TraceError, generate, replay, trace_lines
 
-from .cli import UsageError, format_summary, load_scenario
-
-__all__ = ["CHUNK_BYTES", "add_replay_verb", "add_trace_options", "open_trace", "positive_int", "replay_file",
-           "replay_keys_only", "trace_problem", "write_trace"]
+__all__ = ["CHUNK_BYTES", "CommandError", "add_replay_verb", "add_trace_options", "open_trace", "positive_int",
+           "replay_file", "replay_keys_only", "replay_output", "trace_problem", "write_trace"]
 
 CHUNK_BYTES = 1 << 20
-REPLAY_KEYS = ("fleet.", "router.", "seed")  # what --set may change on a replay: the rest describes synthetic traffic
+REPLAY_KEYS = ("fleet.", "router.", "hardware.", "seed")  # what a replay reads: the rest is synthetic traffic
+
+
+class CommandError(Exception):
+    """Bad input to `replay`, `sweep` or `run --trace-out`; the CLI shows the message as it is."""
 
 
 def open_trace(path: str) -> Callable[[], Iterator[bytes]]:
-    """A function giving the file's chunks afresh on each call; UsageError now if it cannot be read."""
+    """A function giving the file's chunks afresh on each call; CommandError now if it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.read(1)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read trace {path}: {reason}") from None
+        raise CommandError(f"cannot read trace {path}: {reason}") from None
 
     def chunks() -> Iterator[bytes]:
         with open(path, "rb") as f:
@@ -42,11 +47,11 @@ def open_trace(path: str) -> Callable[[], Iterator[bytes]]:
 
 
 def replay_keys_only(sets: list[str], flag: str = "--set") -> None:
-    """UsageError if a `key=value` sets something a replay does not read (traffic, events, duration)."""
+    """CommandError if a `key=value` sets something a replay does not read (traffic, events, duration)."""
     for item in sets:
         key = item.partition("=")[0].strip()
         if key and not key.startswith(REPLAY_KEYS):
-            raise UsageError(f"{flag} {key}: replayed traffic comes from the trace; set fleet.*, router.* or seed")
+            raise CommandError(f"{flag} {key}: replayed traffic comes from the trace; set fleet.*, router.*, hardware.* or seed")
 
 
 def trace_problem(path: str, exc: Exception) -> str:
@@ -55,16 +60,14 @@ def trace_problem(path: str, exc: Exception) -> str:
 
 
 def replay_file(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0) -> Result:
-    """Replay the trace at `path` on `scenario`; UsageError naming the file and line if it is bad."""
+    """Replay the trace at `path` on `scenario`; CommandError naming the file and line if it is bad."""
     chunks = open_trace(path)
     try:
         return replay(scenario, chunks, block_tokens, speedup)
-    except TraceError as exc:
-        raise UsageError(trace_problem(path, exc)) from None
-    except ScenarioError as exc:
-        raise UsageError(f"{path}: {exc}") from None
+    except (TraceError, ScenarioError) as exc:
+        raise CommandError(trace_problem(path, exc)) from None
     except OSError as exc:  # the file went away between the two passes
-        raise UsageError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+        raise CommandError(f"cannot read trace {path}: {exc.strerror or exc}") from None
 
 
 def write_trace(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS) -> int:
@@ -76,36 +79,28 @@ def write_trace(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS)
                 f.write(line + "\n")
                 count += 1
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
     return count
 
 
-def write_requests(result: Result, path: str) -> None:
-    """One JSON line per request record, to `path` ('-' for standard output)."""
-    lines = "".join(json.dumps(rec.to_dict()) + "\n" for rec in result.records)
-    if path == "-":
-        sys.stdout.write(lines)
-        return
-    try:
-        Path(path).write_text(lines, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _replay(args: argparse.Namespace) -> int:
-    replay_keys_only(args.set)
-    scenario = load_scenario(None, args.set)
+def replay_output(args: argparse.Namespace, scenario: Scenario, summary: Callable[[Result], str]) -> Iterator[str]:
+    """Replay `args.trace` on `scenario`; the lines `prefix-lab replay` prints (a summary, JSON or records)."""
     result = replay_file(scenario, args.trace, args.block_tokens, args.speedup)
-    if args.requests:
-        write_requests(result, args.requests)
+    records = (json.dumps(rec.to_dict()) for rec in result.records)
+    if args.requests == "-":
+        yield from records
+    elif args.requests:
+        try:
+            Path(args.requests).write_text("".join(line + "\n" for line in records), encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {args.requests}: {exc.strerror or exc}") from None
     if args.json:
         data = result.to_dict()
         data["trace"] = {"file": args.trace, "block_tokens": args.block_tokens, "speedup": args.speedup}
-        print(json.dumps(data, indent=1))
+        yield json.dumps(data, indent=1)
     elif args.requests != "-":
-        print(f"trace {args.trace}, {args.block_tokens}-token blocks, speedup {args.speedup:g}")
-        print(format_summary(result))
-    return 0
+        yield f"trace {args.trace}, {args.block_tokens}-token blocks, speedup {args.speedup:g}"
+        yield summary(result)
 
 
 def positive_int(text: str) -> int:
@@ -139,8 +134,8 @@ def add_trace_options(p: Any, speedup: bool = True) -> None:
                        help="divide every timestamp by X (default 1)")
 
 
-def add_replay_verb(verbs: Any) -> None:
-    """Register `prefix-lab replay`."""
+def add_replay_verb(verbs: Any) -> Any:
+    """Register `prefix-lab replay`; the CLI sets what runs it."""
     p = verbs.add_parser("replay", help="replay a Mooncake trace (JSON Lines) on a fleet",
                          description="Replay a trace: each line's request arrives at its timestamp, its prompt "
                                      "is its hash_ids. Every fleet, router and memory setting applies; "
@@ -152,5 +147,4 @@ def add_replay_verb(verbs: Any) -> None:
                    help="set a fleet.* or router.* key, e.g. fleet.replicas=8 (repeatable)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
-    p.set_defaults(func=_replay)
-
+    return p

@@ -1,66 +1,45 @@
-"""The page's view state: from the page's state to plain JSON patches.
+"""The page's view: from the page's state to plain JSON patches.
 
 Runs in the browser under Pyodide (in a Web Worker) and in CPython at build
 time, so the first paint and every later one come from the same code.
 Standard library, `model` and `missions` only: no Panel, no Bokeh here.
 
 One request from the page: `{"hash": <current URL hash>, "controls":
-{model name: value} or null, "action": {...} or null}`. The hash is the one
-place the state lives; controls and actions change it. The answer:
-`{"hash", "notices", "summary", "patches": {"bokeh": {model name: {property:
-value}}, "dom": {CSS selector: {"text"|"html"|"attrs": ...}}}}`, which one
-generic function in `static/bridge.js` applies.
+{widget tag: value} or null, "action": {...} or null, "progress": {mission
+id: stars}}`. The hash is the one place the state lives; controls and
+actions change it. The answer: `{"hash", "notices", "summary", "progress",
+"patches": {"bokeh": {model name: {property: value}}, "dom": {CSS selector:
+{"text"|"html"|"attrs"|"hidden": ...}}}}`, which one generic function in
+`static/bridge.js` applies.
+
+The steps, each a pure function returning new values (none changes its
+arguments, so they can be called in any order, and twice):
+
+    read_state(request) -> State        the hash and the progress sent
+    update(state, request) -> State     controls and actions applied
+    settle(state) -> State              what the page cannot show dropped, with notices
+    derive(state) -> Derived            simulation, chosen mission, verdict, stars, open missions
+    patches(state, derived) -> dict     what the page shows; answer() wraps it for the bridge
 """
 
+import dataclasses
 import html
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from model import ROUTERS, Result, Scenario, ScenarioError, simulate
+from missions import Mission, Verdict, score
+from model import Result, Scenario, ScenarioError, TooManyRequests, generate, simulate
 
-from .missionview import ACTIONS as MISSION_ACTIONS
-from .missionview import apply_action as apply_mission_action
-from .missionview import mission_patches, read_progress
-from .urlstate import read_hash, write_hash
+from . import missionview
+from .controls import control_patches, event_input_patches, read_controls, read_event_inputs
+from .urlstate import capped, read_hash, write_hash
 
-__all__ = ["CONTROLS", "EVENT_INPUTS", "METRICS", "Control", "handle", "handle_json", "render"]
-
-
-@dataclass(frozen=True, slots=True)
-class Control:
-    """A page widget bound to one scenario key."""
-
-    key: str  # dotted scenario key
-    label: str
-    prop: str  # the Bokeh property holding its value: "value" or "active"
-    options: tuple[str, ...] = ()  # for an index-valued `active`: the value of each choice
-    labels: tuple[str, ...] = ()
-    start: float = 0.0  # sliders: range and step
-    end: float = 0.0
-    step: float = 0.0
-
-    @property
-    def name(self) -> str:
-        return "ctl:" + self.key
-
-
-CONTROLS = (
-    Control("fleet.cache", "Prefix cache", "active"),
-    Control("fleet.memory_gb", "Prefix memory per replica (GB)", "value", start=0.25, end=16, step=0.25),
-    Control("fleet.replicas", "Replicas", "value", start=1, end=16, step=1),
-    Control("router.kind", "Router", "value", options=tuple(ROUTERS), labels=tuple(r.label for r in ROUTERS.values())),
-    Control("router.spill_threshold_s", "Spill threshold (s of backlog)", "value", start=0, end=5, step=0.1),
-    Control("dynamic_text", "Dynamic text in the prompt", "active", options=("none", "top", "bottom"),
-            labels=("None", "Top", "Bottom")),
-    Control("traffic.session_rate", "New sessions per second", "value", start=0.25, end=12, step=0.25),
-    Control("seed", "Seed", "value", start=0, end=2**31 - 1, step=1),
-)
-SPILL_OFF = "ctl:router.spill_off"  # checkbox: never spill (the threshold key's "off")
-
-# Inputs for the event buttons (not scenario keys): start, duration, factor.
-EVENT_INPUTS = {"evt:at": 60.0, "evt:duration": 60.0, "evt:factor": 3.0}
+__all__ = ["METRICS", "Derived", "State", "answer", "derive", "handle", "handle_json", "patches", "read_state",
+           "render", "settle", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -74,6 +53,36 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf")
 EVENT_COLOURS = {"timestamp": "#d62728", "surge": "#9467bd", "burst": "#ff7f0e"}
 EVENT_NAMES = {"timestamp": "Timestamp at the top", "surge": "Tenant surge", "burst": "Burst"}
+PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """Everything the page shows is a function of this. Its mappings are read-only views."""
+
+    scenario: Scenario
+    page: Mapping[str, str] = field(default_factory=dict)  # page keys of the hash: mission, unlock
+    progress: Mapping[str, int] = field(default_factory=dict)  # best stars by mission id (unknown ids too)
+    notices: tuple[str, ...] = ()  # for people to read: what was dropped or changed, and why
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
+        object.__setattr__(self, "progress", MappingProxyType(dict(self.progress)))
+
+    def noting(self, *notices: str) -> "State":
+        return dataclasses.replace(self, notices=self.notices + notices)
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """What follows from a state: pure, so computing it twice gives equal values."""
+
+    result: Result
+    summary: dict[str, Any]  # the headline numbers (the result's summary and the replica count)
+    mission: Mission | None  # the chosen mission, if it can be opened
+    verdict: Verdict | None  # the setup scored on it
+    progress: dict[str, int]  # the state's progress with this verdict's stars counted
+    open_ids: frozenset[str]  # missions the player may open, after this verdict
 
 
 # -- entry points ------------------------------------------------------------
@@ -83,178 +92,189 @@ def handle_json(request: str) -> str:
     return json.dumps(handle(json.loads(request)), separators=(",", ":"))
 
 
-def handle(request: dict) -> dict:
-    """Apply controls or an action to the hash's state, simulate, and describe the page."""
-    state = read_hash(str(request.get("hash") or ""))
-    scenario, page, notices = state.scenario, dict(state.page), list(state.notices)
-    progress = read_progress(request.get("progress"))
-    controls = request.get("controls")
+def handle(request: Mapping[str, Any]) -> dict:
+    """Apply a request's controls or action to its hash, simulate, and describe the page."""
+    state = settle(update(read_state(request), request))
+    return answer(state, derive(state))
+
+
+def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: tuple[str, ...] | list[str] = (),
+           progress: Mapping[str, int] | None = None) -> dict:
+    """The full page description for a scenario (what the build bakes into the page)."""
+    state = settle(State(scenario, page or {}, progress or {}, tuple(notices)))
+    return answer(state, derive(state))
+
+
+# -- the state -----------------------------------------------------------------
+
+def read_state(request: Mapping[str, Any]) -> State:
+    """The state a request starts from: its hash and the progress the browser keeps."""
+    hashed = read_hash(str(request.get("hash") or ""))
+    return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")), hashed.notices)
+
+
+def update(state: State, request: Mapping[str, Any]) -> State:
+    """The state after the request's control changes, then its action."""
+    controls, action = request.get("controls"), request.get("action")
     if isinstance(controls, dict) and controls:
-        scenario = _apply_controls(scenario, controls, notices)
-    action = request.get("action")
-    if isinstance(action, dict) and action.get("type") in MISSION_ACTIONS:
-        scenario, progress = apply_mission_action(action, scenario, page, progress, notices)
+        state = _with_controls(state, controls)
+    if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
+        scenario, page, progress = missionview.apply_action(action, state.scenario, state.page, state.progress)
+        state = dataclasses.replace(state, scenario=scenario, page=page, progress=progress)
     elif isinstance(action, dict) and action:
-        scenario = _apply_action(scenario, action, notices)
-    return render(_within_budget(scenario, notices), page, notices, progress)
+        state = _with_event_action(state, action)
+    return state
 
 
-PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
+def settle(state: State) -> State:
+    """Drop what the page cannot show, saying so: a setup too big to simulate per change, a mission not open."""
+    state = _within_budget(state)
+    _, notice = missionview.chosen(state.page, state.progress)
+    if notice is None:
+        return state
+    page = {k: v for k, v in state.page.items() if k != "mission"}
+    return dataclasses.replace(state, page=page).noting(notice)
 
 
-def expected_requests(scenario: Scenario) -> float:
-    """About how many requests a scenario sends: sessions (bursts included) times turns."""
-    seconds = scenario.duration_s
-    for e in scenario.events_of("burst"):
-        seconds += (min(e.ends_s(), scenario.duration_s) - e.at_s) * (e.factor - 1)
-    return scenario.traffic.session_rate * seconds * scenario.traffic.turns_mean
-
-
-def _within_budget(scenario: Scenario, notices: list[str]) -> Scenario:
-    """Keep the page responsive: a setup far bigger than the lab's goes back to the default size."""
-    estimate = expected_requests(scenario)
-    if estimate <= PAGE_BUDGET:
-        return scenario
-    default = Scenario()
-    notices.append(f"That setup would simulate about {estimate:,.0f} requests, more than the page runs per "
-                   f"change ({PAGE_BUDGET:,}); using the default duration and rate. The command line "
-                   "(prefix-lab run) runs setups of any size.")
-    return scenario.with_values({"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
-                                 "traffic.turns_mean": default.traffic.turns_mean,
-                                 "events": [e for e in scenario.events if e.at_s < default.duration_s]})
-
-
-def render(scenario: Scenario, page: dict | None = None, notices: list[str] | None = None,
-           progress: dict[str, int] | None = None) -> dict:
-    """The full page description for a scenario (and the missions panel, with `progress`)."""
-    page = dict(page or {})
-    notices = list(notices or [])
-    result = simulate(scenario)
-    bokeh: dict[str, dict] = {}
-    dom: dict[str, dict] = {}
-    _controls_patch(scenario, bokeh)
-    progress, mission = mission_patches(scenario, result, page, progress or {}, notices, bokeh, dom)
-    _charts_patch(scenario, result, bokeh)
-    summary = _summary(result)
-    for key, _, fmt in METRICS:
-        dom[f'[data-metric="{key}"]'] = {"text": fmt.format(summary[key]), "attrs": {"data-value": _num(summary[key])}}
-    dom["#events-list"] = {"html": _events_html(scenario, removable=mission is None or "events" in mission.controls)}
-    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
-    dom["#readout"] = {"text": _readout(scenario, result)}
-    return {"hash": write_hash(scenario, page), "notices": notices, "summary": summary, "progress": progress,
-            "patches": {"bokeh": bokeh, "dom": dom}}
-
-
-# -- from the page to the state -----------------------------------------------
-
-def _apply_controls(scenario: Scenario, controls: dict, notices: list[str]) -> Scenario:
-    values: dict[str, str] = {}
-    for c in CONTROLS:
-        if c.name not in controls:
-            continue
-        raw = controls[c.name]
-        if c.options and c.prop == "active":  # the index of the chosen option
-            if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < len(c.options):
-                values[c.key] = c.options[raw]
-        elif c.options:
-            if raw in c.options:
-                values[c.key] = raw
-        elif isinstance(raw, bool):
-            values[c.key] = "true" if raw else "false"
-        elif raw is not None:
-            values[c.key] = str(raw)
-    if controls.get(SPILL_OFF):
-        values["router.spill_threshold_s"] = "off"
-    for key, text in values.items():  # one by one: a bad value leaves the rest standing
+def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
+    scenario, notices = state.scenario, []
+    for key, text in read_controls(controls).items():  # one by one: a bad value leaves the rest standing
         try:
             scenario = scenario.with_text({key: text})
         except ScenarioError as exc:
             notices.append(str(exc))
-    return scenario
+    return dataclasses.replace(state, scenario=scenario).noting(*notices)
 
 
-def _apply_action(scenario: Scenario, action: dict, notices: list[str]) -> Scenario:
-    kind = action.get("type")
+def _with_event_action(state: State, action: Mapping[str, Any]) -> State:
+    kind, scenario = action.get("type"), state.scenario
     events: list[Any] = list(scenario.events)  # Event values; with_values takes them as they are
     if kind == "add_event":
         event_kind = action.get("kind")
-        inputs = action.get("inputs") or {}
-        at = _number(inputs.get("evt:at"), EVENT_INPUTS["evt:at"])
-        duration = _number(inputs.get("evt:duration"), EVENT_INPUTS["evt:duration"])
-        factor = _number(inputs.get("evt:factor"), EVENT_INPUTS["evt:factor"])
-        new = {"kind": event_kind, "at_s": at}
+        inputs = read_event_inputs(action.get("inputs") or {})
+        new = {"kind": event_kind, "at_s": inputs["evt:at"]}
         if event_kind in ("surge", "burst"):
-            new["duration_s"] = duration
+            new["duration_s"] = inputs["evt:duration"]
         if event_kind == "burst":
-            new["factor"] = factor
+            new["factor"] = inputs["evt:factor"]
         try:
-            return scenario.with_values({"events": [*events, new]})
+            return dataclasses.replace(state, scenario=scenario.with_values({"events": [*events, new]}))
         except ScenarioError as exc:
-            notices.append(f"Could not add that event: {exc}")
-            return scenario
+            return state.noting(f"Could not add that event: {exc}")
     if kind == "remove_event":
         index = action.get("index")
         if isinstance(index, int) and 0 <= index < len(events):
             del events[index]
-        return scenario.with_values({"events": events})
+        return dataclasses.replace(state, scenario=scenario.with_values({"events": events}))
     if kind == "clear_events":
-        return scenario.with_values({"events": []})
-    notices.append(f"Unknown action {str(kind)[:40]!r} ignored.")
-    return scenario
+        return dataclasses.replace(state, scenario=scenario.with_values({"events": []}))
+    return state.noting(f"Unknown action {str(kind)[:40]!r} ignored.")
 
 
-def _number(value: Any, default: float) -> float:
+def _within_budget(state: State) -> State:
+    """Keep the page responsive: a setup sending more than `PAGE_BUDGET` requests is shown at the lab's size.
+
+    The requests are counted, not estimated (overlapping bursts multiply the
+    rate), and the count stops as soon as it passes the budget. Setups at
+    most half the budget by the plain rate x duration x turns estimate, the
+    lab's own sizes, skip the count.
+    """
+    scenario = state.scenario
+    t = scenario.traffic
+    rough = t.session_rate * scenario.duration_s * t.turns_mean
+    if not scenario.events_of("burst") and rough <= PAGE_BUDGET / 2:
+        return state
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return number if math.isfinite(number) else default
+        generate(scenario, limit=PAGE_BUDGET)
+        return state
+    except TooManyRequests:
+        pass
+    default = Scenario()
+    size = {"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
+            "traffic.turns_mean": default.traffic.turns_mean}
+    kept = [e for e in scenario.events if e.at_s < default.duration_s]
+    smaller = scenario.with_values({**size, "events": kept})
+    without = "its events"
+    try:
+        generate(smaller, limit=PAGE_BUDGET)
+    except TooManyRequests:  # its bursts alone multiply the rate past the budget
+        smaller = scenario.with_values({**size, "events": [e for e in kept if e.kind != "burst"]})
+        without = "its events, bursts left out"
+    return dataclasses.replace(state, scenario=smaller).noting(
+        f"That setup sends more than {PAGE_BUDGET:,} requests, more than the page simulates per change; showing it "
+        f"at the lab's duration and rate with {without}. The command line (prefix-lab run) runs setups of any size.")
 
 
-# -- from the state to the page -------------------------------------------------
+# -- what follows from it --------------------------------------------------------
 
-def _controls_patch(scenario: Scenario, bokeh: dict) -> None:
-    for c in CONTROLS:
-        value = scenario.get(c.key)
-        if c.key == "router.spill_threshold_s":
-            bokeh[SPILL_OFF] = {"active": value is None, "disabled": scenario.router.kind != "cache_aware"}
-            shown = 1.0 if value is None else value
-            bokeh[c.name] = {"value": shown, "end": max(c.end, shown),
-                             "disabled": value is None or scenario.router.kind != "cache_aware"}
-        elif c.prop == "active" and c.options:
-            bokeh[c.name] = {"active": c.options.index(value)}
-        elif c.prop == "active":
-            bokeh[c.name] = {"active": bool(value)}
-        elif c.options or c.key == "seed":  # a choice, or a number typed in: no range to stretch
-            bokeh[c.name] = {"value": value}
-        else:
-            bokeh[c.name] = {"value": value, "start": min(c.start, value), "end": max(c.end, value)}
-    bokeh["ctl:fleet.memory_gb"]["disabled"] = not scenario.fleet.cache
-    for patch in bokeh.values():
-        patch.setdefault("disabled", False)  # re-enable whatever a mission had locked
-    bokeh["evt:at"] = {"high": scenario.duration_s - 1}  # keep an event's start inside the run
+def derive(state: State) -> Derived:
+    """Simulate the state's scenario and score it on the chosen mission."""
+    result = simulate(state.scenario, limit=PAGE_BUDGET)  # settle() kept it within: this bounds the work regardless
+    mission, _ = missionview.chosen(state.page, state.progress)
+    verdict = None if mission is None else score(mission, state.scenario, result)
+    progress = missionview.with_stars(state.progress, mission, verdict)
+    return Derived(result, _summary(result), mission, verdict, progress,
+                   missionview.open_missions(progress, state.page))
 
 
-def _charts_patch(scenario: Scenario, result: Result, bokeh: dict) -> None:
+def _summary(result: Result) -> dict:
+    data = result.summary()
+    data["replica_count"] = len(result.replicas)
+    return data
+
+
+# -- what the page shows ---------------------------------------------------------
+
+def answer(state: State, derived: Derived) -> dict:
+    """The answer to the page: its new hash, notices, headline, progress to keep, and patches."""
+    return {"hash": write_hash(state.scenario, dict(state.page)), "notices": list(capped(state.notices)),
+            "summary": dict(derived.summary), "progress": dict(derived.progress), "patches": patches(state, derived)}
+
+
+def patches(state: State, derived: Derived) -> dict:
+    """`{"bokeh": ..., "dom": ...}` for the whole page."""
+    scenario, mission = state.scenario, derived.mission
+    allowed = None if mission is None else frozenset(mission.controls)
+    events_allowed = allowed is None or "events" in allowed
+    bokeh = {
+        **control_patches(scenario, allowed),
+        **event_input_patches(scenario),
+        **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
+        **_chart_patches(scenario, derived.result),
+    }
+    dom: dict[str, dict] = {"#missions": {"hidden": False, "html": missionview.panel_html(
+        mission, derived.verdict, derived.progress, derived.open_ids)}}
+    for key, _, fmt in METRICS:
+        value = derived.summary[key]
+        dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
+    dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
+    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in capped(state.notices))}
+    dom["#readout"] = {"text": _readout(scenario, derived.result)}
+    return {"bokeh": bokeh, "dom": dom}
+
+
+def _chart_patches(scenario: Scenario, result: Result) -> dict[str, dict]:
     s = result.series
     mid = [round(t + s.bin_s / 2, 3) for t in s.start_s]
-    # Empty bins are None (null in JSON); the bridge turns them into NaN, which Bokeh draws as a gap.
-    bokeh["src:ttft"] = {"data": {"t": mid, "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}}
-    bokeh["src:hit"] = {"data": {"t": mid, "hit": [None if h is None else round(h * 100, 3) for h in s.hit_rate]}}
-    bokeh["src:backlog"] = {"data": {
-        "xs": [s.start_s[1:] + (round(s.start_s[-1] + s.bin_s, 6),)] * len(s.replica_backlog_s),
-        "ys": [list(row) for row in s.replica_backlog_s],
-        "color": [PALETTE[i % len(PALETTE)] for i in range(len(s.replica_backlog_s))],
-        "label": [f"replica {i}" for i in range(len(s.replica_backlog_s))],
-    }}
     ev = scenario.events
-    bokeh["src:events"] = {"data": {
-        "left": [e.at_s for e in ev],
-        "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
-        "color": [EVENT_COLOURS[e.kind] for e in ev],
-        "label": [EVENT_NAMES[e.kind] for e in ev],
-    }}
-    bokeh["src:dist"] = {"data": _histogram([r.ttft_ms for r in result.records])}
+    # Empty bins are None (null in JSON); the bridge turns them into NaN, which Bokeh draws as a gap.
+    return {
+        "src:ttft": {"data": {"t": mid, "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}},
+        "src:hit": {"data": {"t": mid, "hit": [None if h is None else round(h * 100, 3) for h in s.hit_rate]}},
+        "src:backlog": {"data": {
+            "xs": [s.start_s[1:] + (round(s.start_s[-1] + s.bin_s, 6),)] * len(s.replica_backlog_s),
+            "ys": [list(row) for row in s.replica_backlog_s],
+            "color": [PALETTE[i % len(PALETTE)] for i in range(len(s.replica_backlog_s))],
+            "label": [f"replica {i}" for i in range(len(s.replica_backlog_s))],
+        }},
+        "src:events": {"data": {
+            "left": [e.at_s for e in ev],
+            "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
+            "color": [EVENT_COLOURS[e.kind] for e in ev],
+            "label": [EVENT_NAMES[e.kind] for e in ev],
+        }},
+        "src:dist": {"data": _histogram([r.ttft_ms for r in result.records])},
+    }
 
 
 def _histogram(ttfts: list[float]) -> dict:
@@ -269,12 +289,6 @@ def _histogram(ttfts: list[float]) -> dict:
     edges = [round(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
     return {"left": edges[:-1], "right": edges[1:], "count": counts,
             "share": [round(c / len(ttfts) * 100, 3) for c in counts]}
-
-
-def _summary(result: Result) -> dict:
-    data = result.summary()
-    data["replica_count"] = len(result.replicas)
-    return data
 
 
 def _readout(scenario: Scenario, result: Result) -> str:

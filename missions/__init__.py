@@ -1,11 +1,13 @@
-"""Missions: broken setups to fix, unlocked in order, scored with up to three stars.
+"""Missions: broken setups to fix, each opened by its prerequisites, scored with up to three stars.
 
-`MISSIONS` lists them in order; `score(mission, scenario, result)` is the
-only scoring rule, used by the CLI, the tests and the page alike. Standard
-library and `model` only.
+`MISSIONS` lists them in display order; `unlocked(progress)` says which are
+open given the best stars by mission id; `score(mission, scenario, result)`
+is the only scoring rule, used by the CLI, the tests and the page alike.
+Standard library and `model` only.
 """
 
-from .catalog import MISSIONS, find_mission
-from .scoring import Mission, Threshold, score
+from .catalog import MISSIONS, check_catalog, find_mission, unlocked
+from .scoring import Mission, Threshold, Verdict, score
 
-__all__ = ["MISSIONS", "Mission", "Threshold", "find_mission", "score"]
+__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "check_catalog", "find_mission", "score",
+           "unlocked"]

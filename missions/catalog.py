@@ -1,15 +1,23 @@
-"""The missions, in the order they unlock. Each starts broken and teaches one thing.
+"""The missions, in the order the page lists them. Each starts broken and teaches one thing.
+
+A mission's `id` is permanent: links (`#mission=<id>`) and players' stored
+progress (best stars by id) name it, so an id is never reused or renamed.
+A mission opens when every mission in its `requires` has a star
+(`unlocked`); the order of `MISSIONS` is for display only, so missions can
+be reordered or added without anyone losing stars or access.
 
 Thresholds were set by running the model: every broken start scores no
 star, and tests/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
 """
 
+from collections.abc import Iterable, Mapping
+
 from model import Scenario
 
 from .scoring import Mission, Threshold
 
-__all__ = ["MISSIONS", "find_mission"]
+__all__ = ["MISSIONS", "check_catalog", "find_mission", "unlocked"]
 
 
 def _s(**text: str) -> Scenario:
@@ -41,6 +49,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="timestamp",
+        requires=("cache-on",),
         title="A timestamp at the top",
         brief=("Someone put the current time into the system prompt, 200 tokens in. Every request "
                "now differs from every other right there, and the cache can only ever match the "
@@ -55,6 +64,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="round-robin",
+        requires=("timestamp",),
         title="Round robin spreads the memory thin",
         brief=("Eight replicas take turns. Each conversation's history is on whichever replica "
                "served its last turn, and the next turn almost never goes back there."),
@@ -68,6 +78,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="hot-tenant",
+        requires=("round-robin",),
         title="One hot tenant, one hot replica",
         brief=("Traffic is four times heavier and one system prompt is far more popular than the "
                "rest. The cache-aware router never lets go of the replica that holds it, so that "
@@ -83,6 +94,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="surge-memory",
+        requires=("hot-tenant",),
         title="A surge of new tenants",
         brief=("From 40 s to 140 s, sessions come from forty system prompts instead of six. Half a "
                "gigabyte of prefix memory per replica cannot hold them, and the cache keeps evicting "
@@ -97,6 +109,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="burst",
+        requires=("surge-memory",),
         title="A burst with the fewest replicas",
         brief=("At 60 s, arrivals jump to five times the usual rate for thirty seconds. Two replicas "
                "behind a least-loaded router fall seconds behind."),
@@ -110,6 +123,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="consistent-hash",
+        requires=("burst",),
         title="Pinned to a hash",
         brief=("Consistent hashing sends each system prompt to one replica, always. That keeps the "
                "cache warm, but it never looks at load: at this rate the most popular prompt's "
@@ -124,6 +138,7 @@ MISSIONS: tuple[Mission, ...] = (
     ),
     Mission(
         id="monday",
+        requires=("consistent-hash",),
         title="Monday morning",
         brief=("Everything at once: a timestamp at the top of the prompt, round-robin routing, one "
                "gigabyte of prefix memory per replica, six replicas, and a burst at 90 s. Fix the "
@@ -138,8 +153,65 @@ MISSIONS: tuple[Mission, ...] = (
         two_stars=(at_most("replicas", 4),),
         three_stars=(at_most("fleet_memory_gb", 16), at_most("ttft_p99_ms", 450)),
     ),
+    Mission(
+        id="bounded-hash",
+        requires=("consistent-hash",),
+        title="A hot prompt, a ring and a bound",
+        brief=("A hash ring pins each system prompt to one replica, and one prompt is far hotter than "
+               "the rest. Its replica drowns while the others idle. This ring can refuse: no replica "
+               "takes more than a multiple of a fair share, and the overflow walks on to the next "
+               "replica on the ring. Right now the multiple is so loose it never bites."),
+        lesson=("A load bound on a hash ring keeps most of the affinity and cuts the tail: only the "
+                "overflow of a hot prompt moves, and it always moves to the same next replica."),
+        start=_s(router__kind="bounded_hash", router__load_factor="3", traffic__session_rate="5",
+                 traffic__zipf_s="1.5"),
+        controls=("router.load_factor",),
+        goal=(at_most("ttft_p99_ms", 1500),),
+        two_stars=(at_most("ttft_p99_ms", 1100), at_least("hit_rate", 0.6)),
+        three_stars=(at_most("ttft_p99_ms", 850),),
+    ),
+    Mission(
+        id="stale-router",
+        requires=("bounded-hash",),
+        title="The router remembers too much",
+        brief=("This router does not read the replicas' caches: it remembers what it sent where, and "
+               "it never forgets. During a surge of new tenants the caches evict old prompts every few "
+               "seconds, and the router keeps sending requests after prefixes that are long gone."),
+        lesson=("A router's memory should fade about as fast as the caches forget: too long and it "
+                "chases evicted prefixes, too short and it forgets what is still there."),
+        start=_s(router__kind="cache_aware", router__view="approximate", router__view_ttl_s="off",
+                 fleet__memory_gb="1", events="surge@40+100", traffic__session_rate="3"),
+        controls=("router.view_ttl_s",),
+        goal=(at_most("router_overestimate", 0.45),),
+        two_stars=(at_least("hit_rate", 0.435),),
+        three_stars=(at_most("ttft_p99_ms", 800),),
+    ),
 )
 
 
-def find_mission(mission_id: str) -> Mission | None:
-    return next((m for m in MISSIONS if m.id == mission_id), None)
+def find_mission(mission_id: str, missions: Iterable[Mission] = MISSIONS) -> Mission | None:
+    return next((m for m in missions if m.id == mission_id), None)
+
+
+def unlocked(progress: Mapping[str, int], missions: Iterable[Mission] = MISSIONS) -> frozenset[str]:
+    """Ids of the missions whose prerequisites all have at least one star (ids not in `missions` count too)."""
+    return frozenset(m.id for m in missions if all(progress.get(r, 0) >= 1 for r in m.requires))
+
+
+def check_catalog(missions: Iterable[Mission] = MISSIONS) -> None:
+    """ValueError unless ids are unique, prerequisites name missions of the catalog, and none depends on itself."""
+    by_id: dict[str, Mission] = {}
+    for m in missions:
+        if m.id in by_id:
+            raise ValueError(f"mission id {m.id!r} is used twice")
+        by_id[m.id] = m
+    for m in by_id.values():
+        unknown = [r for r in m.requires if r not in by_id]
+        if unknown:
+            raise ValueError(f"mission {m.id!r} requires unknown mission(s) {', '.join(unknown)}")
+    done: set[str] = set()
+    while len(done) < len(by_id):  # peel off missions whose prerequisites are all peeled: what is left is a cycle
+        ready = {i for i, m in by_id.items() if i not in done and set(m.requires) <= done}
+        if not ready:
+            raise ValueError(f"missions {', '.join(sorted(set(by_id) - done))} require each other in a cycle")
+        done |= ready

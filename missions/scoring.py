@@ -26,6 +26,7 @@ FIGURES = {  # figure -> (label, how to show a value)
     "ttft_p99_ms": ("TTFT p99", lambda v: f"{v:,.0f} ms"),
     "ttft_mean_ms": ("mean TTFT", lambda v: f"{v:,.0f} ms"),
     "throughput_rps": ("throughput", lambda v: f"{v:.2f} requests/s"),
+    "router_overestimate": ("share of the router's guesses that were wrong", lambda v: f"{v * 100:.1f}%"),
     "replicas": ("replicas", lambda v: f"{v:g}"),
     "memory_gb": ("prefix memory per replica", lambda v: f"{v:g} GB"),
     "fleet_memory_gb": ("prefix memory in the fleet", lambda v: f"{v:g} GB"),
@@ -35,7 +36,8 @@ FIGURES = {  # figure -> (label, how to show a value)
 def figures(scenario: Scenario, result: Result) -> dict[str, float]:
     """What thresholds can be set on: the result's headline and the fleet's size."""
     data = {key: getattr(result, key) for key in
-            ("hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps")}
+            ("hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps",
+             "router_overestimate")}
     data["replicas"] = scenario.fleet.replicas
     data["memory_gb"] = scenario.fleet.memory_gb
     data["fleet_memory_gb"] = scenario.fleet.replicas * scenario.fleet.memory_gb
@@ -80,6 +82,7 @@ class Mission:
     goal: tuple[Threshold, ...]  # all must hold to pass (one star)
     two_stars: tuple[Threshold, ...]
     three_stars: tuple[Threshold, ...]
+    requires: tuple[str, ...] = ()  # ids of the missions that must each have a star before this one opens
 
     def goal_text(self) -> str:
         return "; ".join(t.text() for t in self.goal)
@@ -89,7 +92,7 @@ class Mission:
             "id": self.id, "title": self.title, "brief": self.brief, "goal": self.goal_text(),
             "two_stars": "; ".join(t.text() for t in self.two_stars),
             "three_stars": "; ".join(t.text() for t in self.three_stars),
-            "controls": list(self.controls), "start": self.start.to_dict(),
+            "controls": list(self.controls), "requires": list(self.requires), "start": self.start.to_dict(),
         }
 
 

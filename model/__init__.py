@@ -1,38 +1,57 @@
 """prefix-lab's simulation: seeded chat traffic, or a replayed trace, on a fleet of prefix-caching replicas.
 
-`simulate(Scenario())` runs the lab's default scenario. Standard library only,
+`simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
+serving mode (batched decode under one KV budget, on a hardware profile from
+`hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
+of synthetic chat (model/trace.py). Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
 Other packages import from here only: these names are the model's public surface.
 """
 
-from .config import KEYS, Event, Routing, Scenario, ScenarioError, describe, format_text, parse_events, spec_of
+from .config import (
+    BURST_FACTOR,
+    EVENT_MAX_DURATION_S,
+    KEYS,
+    MAX_EVENTS,
+    Event,
+    Routing,
+    Scenario,
+    ScenarioError,
+    describe,
+    format_text,
+    parse_events,
+    spec_of,
+)
 from .engine import Run, simulate
+from .hardware import PRESETS, build, profile_of
 from .hindsight import explain
 from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .routers import ROUTERS, View
+from .serving_run import ServingRun
 from .trace import (
-                    BLOCK_TOKENS,
-                    MAX_LINE_BYTES,
-                    TraceError,
-                    TraceInfo,
-                    read_trace,
-                    replay,
-                    replay_scenario,
-                    scan_trace,
-                    trace_lines,
+    BLOCK_TOKENS,
+    MAX_LINE_BYTES,
+    TraceError,
+    TraceInfo,
+    read_trace,
+    replay,
+    replay_scenario,
+    scan_trace,
+    trace_lines,
 )
 from .traffic import Request, TooManyRequests, generate
 
 __all__ = [
-    "KEYS", "ROUTERS", "Event", "RadixTree", "Replica", "Request", "Result", "Routing", "Run", "Scenario",
-    "ScenarioError", "TooManyRequests", "View", "describe", "explain", "format_text", "generate", "parse_events", "percentile", "simulate",
-    "spec_of", "stream",
-    # request source: traces
+    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
+    "Request", "Result", "Routing", "Run", "Scenario", "ScenarioError", "ServingRun", "TooManyRequests", "View", "build",
+    "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
+    "stream",
+    # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines",
 ]

@@ -8,7 +8,9 @@ as dotted keys with text values (`Scenario.with_text`, used by the CLI's
 
 The dotted keys are a contract shared with the page URL and the CLI:
 `seed`, `duration_s`, `dynamic_text`, `traffic.*`, `fleet.*`, `router.*`,
-`events`. Unknown keys are errors, never ignored.
+`hardware.*`, `events`. Unknown keys are errors, never ignored. `fleet.decode`
+picks the mode: false (the default) is the seed's lab model, prefill only;
+true is serving mode (`model/serving.py`).
 
 Events have a compact text form for URLs and `--set`:
 `timestamp@120`, `surge@60+90` (start 60 s, lasting 90 s), `burst@30+20x3`
@@ -22,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .hardware import PRESETS
 from .routers import ROUTERS
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "TOKENS_PER_GB",
     "Event",
     "Fleet",
+    "Hardware",
     "Routing",
     "Scenario",
     "ScenarioError",
@@ -44,7 +48,6 @@ __all__ = [
 ]
 
 TOKENS_PER_GB = 8192
-UNLIMITED_TOKENS = 2**62  # the capacity of `fleet.memory_gb=none`: no run comes near it
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
 MAX_EVENTS = 24
@@ -137,7 +140,9 @@ class _Section:
 
 def _kind(f: dataclasses.Field) -> type:
     """The value type behind a field's annotation (`float | None` is a float that may be off)."""
-    return float if f.type == float | None else f.type  # type: ignore[return-value]
+    if f.type == float | None:
+        return float
+    return int if f.type == int | None else f.type  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,15 +177,21 @@ class Fleet(_Section):
 
     replicas: int = _spec(4, 1, 64, doc="number of replicas", page=(1, 16, 1))
     cache: bool = _spec(True, doc="prefix cache on or off")
-    # Any size on the command line (a trace's reuse at 50,000 blocks is 3,125 GB); the page keeps its slider.
+    # Any size on the command line (a trace's reuse at 50,000 blocks is 3,125 GB), none for no limit;
+    # the page keeps its slider's range.
     memory_gb: float = _spec(4.0, 0.0, 1e9, unbounded=True, page=(0.25, 16, 0.25),
-                             doc="prefix (KV) memory per replica in GB; none = no limit")
-    prefill_tokens_per_s: float = _spec(10_000.0, 1.0, 10_000_000.0, doc="prefill speed of one replica")
-    overhead_ms: float = _spec(15.0, 0.0, 10_000.0, doc="fixed cost of every request")
-
-    def capacity_tokens(self) -> int:
-        """Tokens one replica's prefix cache holds; with no limit, more than any run can insert."""
-        return UNLIMITED_TOKENS if self.memory_gb == math.inf else int(self.memory_gb * TOKENS_PER_GB)
+                             doc="KV memory per replica in GB (2**30 bytes): the prefix cache's in lab mode; "
+                                 "shared by running sequences and the cache in serving mode; none = no limit")
+    prefill_tokens_per_s: float = _spec(10_000.0, 1.0, 10_000_000.0, doc="prefill speed of the lab preset")
+    overhead_ms: float = _spec(15.0, 0.0, 10_000.0, doc="fixed cost of every request on the lab preset")
+    # serving mode: continuous batching with decode, one KV budget per replica
+    decode: bool = _spec(False, doc="serving mode: decode answers in a continuous batch (false: the lab's "
+                                    "prefill-only model)")
+    chunked_prefill: bool = _spec(True, doc="serving mode: split prefills to fit each step's token budget, "
+                                            "beside the decodes (false: prefill first, decodes wait)")
+    token_budget: int = _spec(2048, 16, 1_000_000, page=(256, 16384, 256),
+                              doc="serving mode: tokens one step may compute (decode tokens count one each)")
+    max_running: int = _spec(256, 1, 4096, doc="serving mode: most sequences a replica runs at once")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +206,7 @@ class Routing(_Section):
                                             doc="backlog gap (s) past which cache_aware spills; off = never")
     view: str = _spec("exact", choices=("exact", "approximate"),
                       doc="what routers know of the trees: the trees themselves, or their own memory of what they sent")
-    view_ttl_s: float | None = _spec(120.0, 0.0, 86_400.0, off=True, page=(0, 300, 10),
+    view_ttl_s: float | None = _spec(120.0, 0.0, 86_400.0, off=True, page=(0, 120, 1),
                                      doc="approximate view: seconds after which the router forgets a prefix; off = never")
     load_factor: float = _spec(1.25, 1.0, 10.0, page=(1, 3, 0.05),
                                doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")
@@ -206,6 +217,26 @@ class Routing(_Section):
     balance_abs_threshold: int = _spec(32, 0, 100_000, doc="sglang: in-flight spread (max - min) that may mean imbalance")
     balance_rel_threshold: float = _spec(1.1, 1.0, 100.0,
                                          doc="sglang: imbalanced also needs max in flight above min times this")
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware(_Section):
+    """The model and GPU behind every replica: a preset, and any of its figures replaced ("off": the preset's)."""
+
+    PREFIX: ClassVar[str] = "hardware."
+
+    preset: str = _spec("lab", choices=tuple(PRESETS), doc="model and GPU (lab: the seed's figures; serving mode "
+                                                           "uses article_14b_h100 in its place)")
+    params_b: float | None = _spec(None, 0.01, 10_000.0, off=True, doc="model parameters, billions (off: the preset's)")
+    layers: int | None = _spec(None, 1, 1000, off=True, doc="transformer layers (off: the preset's)")
+    kv_heads: int | None = _spec(None, 1, 1000, off=True, doc="key-value heads per layer (off: the preset's)")
+    head_dim: int | None = _spec(None, 1, 4096, off=True, doc="size of one attention head (off: the preset's)")
+    bytes_per_value: float | None = _spec(None, 0.25, 8.0, off=True,
+                                          doc="bytes per weight and per KV value, 2 for bf16 (off: the preset's)")
+    tflops: float | None = _spec(None, 1.0, 100_000.0, off=True, doc="peak dense TFLOP/s of the GPU (off: the preset's)")
+    utilisation: float | None = _spec(None, 0.01, 1.0, off=True,
+                                      doc="share of peak FLOP/s a prefill reaches (off: the preset's)")
+    hbm_tb_s: float | None = _spec(None, 0.01, 100.0, off=True, doc="memory bandwidth, TB/s (off: the preset's)")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.
@@ -265,6 +296,7 @@ class Scenario:
     traffic: Traffic = field(default_factory=Traffic)
     fleet: Fleet = field(default_factory=Fleet)
     router: Routing = field(default_factory=Routing)
+    hardware: Hardware = field(default_factory=Hardware)
     events: tuple[Event, ...] = ()
 
     def __post_init__(self) -> None:
@@ -310,7 +342,7 @@ class Scenario:
 
 # -- keys and text --------------------------------------------------------
 
-_SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing}
+_SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing, "hardware": Hardware}
 
 
 def _keys() -> tuple[str, ...]:
@@ -529,6 +561,10 @@ def _check(s: Scenario) -> None:
         raise ScenarioError(f"traffic.user_min: {t.user_min} is above traffic.user_max ({t.user_max}); make the minimum the smaller")
     if t.dynamic_at > t.system_tokens:
         raise ScenarioError(f"traffic.dynamic_at: {t.dynamic_at} is past the end of the system prompt ({t.system_tokens} tokens)")
+    f = s.fleet
+    if f.decode and f.token_budget < f.max_running:
+        raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
+                            "every running sequence needs one token of it per step")
     if len(s.events) > MAX_EVENTS:
         raise ScenarioError(f"events: {len(s.events)} events; use at most {MAX_EVENTS}")
     for i, e in enumerate(s.events):

@@ -1,5 +1,11 @@
 """Run one scenario: route every request, serve it, measure what happened.
 
+`simulate` picks the replica engine by `fleet.decode`: lab mode (this
+module's `Run`, the seed's prefill-only model, frozen) or serving mode
+(`serving_run.ServingRun`, continuous batching with decode). Both take
+their speed and KV size from the scenario's hardware profile; lab mode's
+`lab` preset is the seed's figures, exactly.
+
 Order of events at one instant: prefill completions first (so a freed
 replica and its newly cached answer are visible), then arrivals, then the
 series sample at a bin edge. Requests arriving in the window are all served;
@@ -9,16 +15,16 @@ the run goes on past `duration_s` until the last queue drains.
 from collections.abc import Callable, Iterable, Sequence
 
 from .config import Scenario
-from .loop import EventLoop
+from .hardware import Profile, profile_of
+from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from .memory import Memory
 from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
 from .replica import Replica, Served
 from .routers import View, make_router
+from .serving_run import ServingRun
 from .traffic import Request, generate
 
-__all__ = ["FINISH", "ARRIVE", "SAMPLE", "Run", "simulate"]
-
-FINISH, ARRIVE, SAMPLE = 0, 1, 2  # event priorities at one instant: lower runs first
+__all__ = ["Run", "simulate"]
 
 
 def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
@@ -26,12 +32,15 @@ def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limi
     """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
     `requests` come from a request source, in arrival order; by default the
-    scenario's own synthetic chat traffic (`traffic.generate`), which stops
-    with `TooManyRequests` past `limit` requests. Any iterable will do (a
-    trace read as a stream): the run takes the next request only when the
+    scenario's own synthetic chat traffic (`traffic.generate`; in serving mode
+    `sessions.ChatSessions`, whose sessions wait for their answers), which
+    stops with `TooManyRequests` past `limit` requests. Any iterable will do
+    (a trace read as a stream): a run takes the next request only when the
     one before it arrives. `force` overrides the router's choice for some
     requests (request id -> replica), for counterfactuals.
     """
+    if scenario.fleet.decode:
+        return ServingRun(scenario, requests, limit, force).finish()
     return Run(scenario, requests, limit, force).finish()
 
 
@@ -42,19 +51,22 @@ class Run:
     `finish()` runs the rest and measures.
     """
 
-    __slots__ = ("scenario", "requests", "replicas", "router", "memory", "force", "loop", "served", "bin_s", "backlog",
-                 "believed", "overestimated", "watch", "arrived", "_source", "_stream")
+    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "router", "memory", "force", "loop", "served",
+                 "bin_s", "backlog", "in_use", "cached", "believed", "overestimated", "watch", "arrived", "_source",
+                 "_stream")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
+        self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
         self.requests = generate(scenario, limit) if requests is None else requests
         self._source = iter(self.requests)  # requests not yet arrived; the next one waits on the loop
         self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
         self.arrived = 0
-        self.replicas = [Replica(i, fleet.capacity_tokens(), fleet.cache, fleet.overhead_ms / 1000.0,
-                                 fleet.prefill_tokens_per_s) for i in range(fleet.replicas)]
+        p = self.profile
+        self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
+                         for i in range(fleet.replicas)]
         self.router = make_router(scenario)
         approximate = scenario.router.view == "approximate"
         self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
@@ -66,6 +78,8 @@ class Run:
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
+        self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
+        self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
         first = next(self._source, None)
         if first is not None:
             self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
@@ -82,7 +96,7 @@ class Run:
         """Run every event left and measure the run."""
         self.loop.run()
         return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
-                        ratio(self.overestimated, self.believed))
+                        self.profile, self.notes, (self.in_use, self.cached), ratio(self.overestimated, self.believed))
 
     def _start(self, replica: Replica) -> None:
         replica.start_next(self.loop.now)
@@ -123,16 +137,19 @@ class Run:
     def _sample(self, b: int) -> None:
         for r in self.replicas:
             self.backlog[r.index].append(round(r.backlog(self.loop.now), 4))
+            self.in_use[r.index].append(r.tree.locked_tokens)
+            self.cached[r.index].append(r.tree.total_tokens - r.tree.locked_tokens)
         if b < BINS:
             self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
-def _measure(scenario: Scenario, arrived: int, served: list[Served],
-             replicas: list[Replica], backlog: list[list[float]], bin_s: float, overestimate: float) -> Result:
+def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: list[Replica],
+             backlog: list[list[float]], bin_s: float, profile: Profile, notes: tuple[str, ...],
+             kv: tuple[list[list[int]], list[list[int]]], overestimate: float) -> Result:
     if len(served) != arrived:
         raise RuntimeError(f"served {len(served)} of {arrived} requests")
     served.sort(key=lambda s: s.request.id)
-    tokens_per_s = scenario.fleet.prefill_tokens_per_s
+    tokens_per_s = profile.prefill_tokens_per_s()
     n = len(replicas)
     rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
@@ -154,6 +171,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served],
 
     horizon = max(scenario.duration_s, makespan)
     ttfts = sorted(rec.ttft_ms for rec in records)
+    offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)
     recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
     stats = tuple(
         ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
@@ -174,13 +192,18 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served],
         recompute_gpu_s=round(recompute_s, 6),
         router_overestimate=overestimate,
         replicas=stats,
-        series=_series(records, served, len(replicas), backlog, bin_s),
+        series=_series(records, served, len(replicas), backlog, bin_s, kv),
         records=tuple(records),
+        offered_rps=offered,
+        configured_rps=offered,  # lab mode sends on the open-loop schedule
+        hardware=profile.preset,
+        kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
+        notes=notes,
     )
 
 
 def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
-            backlog: list[list[float]], bin_s: float) -> Series:
+            backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]]]) -> Series:
     by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
     for rec in records:
         by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
@@ -214,4 +237,9 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
         replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
+        kv_running_tokens=tuple(tuple(row) for row in kv[0]),  # lab mode: prefixes locked by queued and running
+        kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
+        requests_configured=tuple(len(recs) for recs in by_bin),
+        tpot_p99_ms=(None,) * BINS,
+        stall_p99_ms=(None,) * BINS,
     )

@@ -15,7 +15,7 @@ from typing import Any
 from .config import Scenario, ScenarioError
 from .engine import Run, simulate
 from .routers import BoundedHash, Cost, View
-from .traffic import generate
+from .serving_run import ServingRun
 
 __all__ = ["explain"]
 
@@ -43,17 +43,15 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
 
 def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
-    requests = generate(scenario)
-    run = Run(scenario, requests)
-    if not 0 <= request_id < len(requests):
-        raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {len(requests) - 1}")
+    run = ServingRun(scenario) if scenario.fleet.decode else Run(scenario)
     seen: dict[str, Any] = {}
 
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
         if view.request.id != request_id:
             return
         score = _scores(scenario.router.kind, run.router, view)
-        seen.update(chosen=chosen, score=score[0] if score else None, replicas=[{
+        seen.update(arrival_s=round(view.request.arrival_s, 6), prompt_tokens=view.request.prompt_tokens,
+                    chosen=chosen, score=score[0] if score else None, replicas=[{
             "replica": i,
             "believed_tokens": view.matched(i),
             "actual_tokens": view.actual(i),
@@ -64,6 +62,11 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
 
     run.watch = look
     result = run.finish()
+    if not seen:
+        raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {result.requests - 1}")
+    if result.rejected:  # records are then not one per request id
+        raise ScenarioError(f"this scenario rejects {result.rejected} request(s) too big for a replica; explain needs "
+                            "every request served")
     chosen = seen["chosen"]
     for row in seen["replicas"]:
         i = row["replica"]
@@ -72,11 +75,8 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     ttft = [row["ttft_ms"] for row in seen["replicas"]]
     others = [i for i in range(len(ttft)) if i != chosen]
     best = min(others, key=lambda i: (ttft[i], i)) if others else chosen
-    request = requests[request_id]
     return {
         "request": request_id,
-        "arrival_s": round(request.arrival_s, 6),
-        "prompt_tokens": request.prompt_tokens,
         "router": scenario.router.kind,
         "view": scenario.router.view,
         **seen,

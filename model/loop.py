@@ -11,7 +11,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EventLoop"]
+__all__ = ["ARRIVE", "FINISH", "SAMPLE", "START", "STEP", "EventLoop"]
+
+FINISH, ARRIVE, START, SAMPLE = 0, 1, 2, 3  # event priorities at one instant: lower runs first
+STEP = FINISH  # serving mode: a step's end, like a prefill's end, comes before arrivals at the same time
+# START: serving mode, an idle replica starting its next step once every arrival of the instant is in
 
 
 class EventLoop:

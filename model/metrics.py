@@ -1,11 +1,24 @@
 """What a run measured: per-request records, totals, per-replica figures, time series.
 
 `hit_rate` is cached prompt tokens over all prompt tokens. TTFT is queue wait
-plus prefill (decode is not modelled). Percentiles use the nearest-rank
-method on the exact values, so they are always one request's real TTFT.
-Throughput is requests served over the longer of the arrival window and
-the time the last prefill ended. `recompute_gpu_s` is the prefill time
-spent on tokens that, when the request was routed, another replica held.
+plus prefill: in lab mode decode is not modelled; in serving mode TTFT ends
+with the first token, at the end of the step that finishes the prompt.
+Percentiles use the nearest-rank method on the exact values, so they are
+always one request's real figure. Throughput is requests served over the
+longer of the arrival window and the time the last prefill (serving mode:
+the last token) ended. `recompute_gpu_s` is the prefill time spent on tokens
+that, when the request was routed, another replica held.
+
+Serving mode's figures (None in lab mode): `e2e` is arrival to last token;
+`tpot` a request's time per output token after the first,
+(e2e - ttft) / (answer_tokens - 1), over requests with two or more;
+`stall` a request's longest wait between two of its tokens (a long
+prefill that decodes wait for shows here first); `tokens_per_s` answer
+tokens over the same span as throughput.
+`offered_rps` is requests sent inside the window per second of it;
+`configured_rps` the same for the open-loop schedule the traffic settings
+describe (lab mode sends exactly that; serving mode's sessions wait for
+answers, so a fleet that falls behind is offered less).
 
 Figures are rounded once, here (milliseconds to 0.001, rates to 1e-6), so
 every consumer (CLI, page, tests) sees the same numbers.
@@ -16,7 +29,7 @@ from typing import Any, NamedTuple
 
 from .config import Scenario
 
-__all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "percentile"]
+__all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "ms", "percentile", "ratio"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -41,6 +54,9 @@ class RequestRecord(NamedTuple):
     queue_ms: float
     prefill_ms: float
     ttft_ms: float
+    e2e_ms: float | None = None  # arrival to last token (serving mode)
+    tpot_ms: float | None = None  # per output token after the first (serving mode, two tokens or more)
+    stall_ms: float | None = None  # longest wait between two of its tokens (serving mode, two tokens or more)
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -70,6 +86,13 @@ class Series:
     ttft_p99_ms: tuple[float | None, ...]
     replica_load: tuple[tuple[float, ...], ...]  # [replica][bin]: busy fraction
     replica_backlog_s: tuple[tuple[float, ...], ...]  # [replica][bin]: queued work at bin end
+    # [replica][bin] at bin end: KV tokens in use by requests on the replica (tree nodes they lock and, in
+    # serving mode, their uncached prompt and generated tokens), and what the prefix cache holds besides
+    kv_running_tokens: tuple[tuple[int, ...], ...]
+    kv_cached_tokens: tuple[tuple[int, ...], ...]
+    requests_configured: tuple[int, ...]  # open-loop sends in the bin (serving mode: what the settings ask for)
+    tpot_p99_ms: tuple[float | None, ...]  # over requests arriving in the bin (None in lab mode)
+    stall_p99_ms: tuple[float | None, ...]  # the same, of each request's longest wait between two tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {name: _lists(getattr(self, name)) for name in self.__slots__}
@@ -92,9 +115,26 @@ class Result:
     replicas: tuple[ReplicaStats, ...]
     series: Series
     records: tuple[RequestRecord, ...]
+    # serving mode's figures; in lab mode None, or what lab mode's model implies
+    tpot_p50_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    stall_p50_ms: float | None = None  # of each request's longest wait between two tokens
+    stall_p99_ms: float | None = None
+    tokens_per_s: float | None = None  # answer tokens a second, over the fleet
+    offered_rps: float = 0.0  # requests sent inside the window, per second
+    configured_rps: float = 0.0  # open-loop requests inside the window, per second
+    rejected: int = 0  # requests whose prompt and answer exceed a replica's whole KV budget (not served)
+    mode: str = "lab"  # "lab" or "serving"
+    hardware: str = "lab"  # the preset the run used
+    kv_budget_tokens: int = 0  # KV tokens per replica (fleet.memory_gb): the cache's (lab), running + cached (serving)
+    notes: tuple[str, ...] = ()  # what the run changed to make the scenario runnable, in words
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
-               "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate")
+               "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
+               "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps",
+               "configured_rps", "rejected")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""
@@ -105,6 +145,10 @@ class Result:
         return {
             "scenario": self.scenario.to_dict(),
             **self.summary(),
+            "mode": self.mode,
+            "hardware": self.hardware,
+            "kv_budget_tokens": self.kv_budget_tokens,
+            "notes": list(self.notes),
             "replica_count": len(self.replicas),
             "replicas": [r.to_dict() for r in self.replicas],
             "series": self.series.to_dict(),
@@ -125,6 +169,17 @@ def ms(seconds: float) -> float:
 
 def ratio(part: float, whole: float) -> float:
     return round(part / whole, 6) if whole else 0.0
+
+
+def bin_busy(spans: list[tuple[float, float]], bin_s: float) -> list[float]:
+    """Busy fraction of each bin, from (start, end) spans of busy time."""
+    busy = [0.0] * BINS
+    for a, b in spans:
+        for k in range(int(a / bin_s), min(BINS, int(b / bin_s) + 1)):
+            overlap = min(b, (k + 1) * bin_s) - max(a, k * bin_s)
+            if overlap > 0:
+                busy[k] += overlap
+    return [round(min(1.0, x / bin_s), 4) for x in busy]
 
 
 def _lists(value: Any) -> Any:

@@ -20,18 +20,34 @@ import math
 import statistics
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from .memory import Memory
 from .rng import stream
 
 if TYPE_CHECKING:
     from .config import Scenario
-    from .replica import Replica
+    from .radix import RadixTree
     from .traffic import Request
 
+
+class Routable(Protocol):
+    """What a router may look at on a replica, in either mode (`replica.Replica`, `serving.ServingReplica`)."""
+
+    index: int
+    tree: RadixTree
+    cache: bool
+    last_routed: int  # id of the last request routed here (for tie-breaks)
+
+    def backlog(self, now: float) -> float: ...
+
+    def in_flight(self) -> int: ...
+
+    def prefill_s(self, uncached_tokens: int) -> float: ...
+
+
 __all__ = ["ROUTERS", "BoundedHash", "CacheAware", "ConsistentHash", "Cost", "LeastLoaded", "Policy", "PowerOfTwo",
-           "PrefixLoadAware", "RandomChoice", "RoundRobin", "SGLang", "View", "make_router"]
+           "PrefixLoadAware", "RandomChoice", "Routable", "RoundRobin", "SGLang", "View", "make_router"]
 
 
 class View:
@@ -44,7 +60,7 @@ class View:
 
     __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed")
 
-    def __init__(self, request: Request, replicas: Sequence[Replica], now: float, memory: Memory | None = None) -> None:
+    def __init__(self, request: Request, replicas: Sequence[Routable], now: float, memory: Memory | None = None) -> None:
         self.request = request
         self.now = now
         self.replicas = replicas

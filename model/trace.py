@@ -35,8 +35,9 @@ arrives. So a bad line stops the replay before any simulation, and memory
 never holds the file. `open_trace()` gives the trace's chunks afresh on each
 call: a file opened again, or slices of a browser's `File`; `progress`
 hears of each thousand requests in both passes. Everything of the scenario
-applies but its traffic: fleet, memory (`none`: no limit), router, view and
-`seed`; `traffic.*` are not read, and `events` or `dynamic_text`, which
+applies but its traffic: fleet, memory (`none`: no limit), hardware, router,
+view and `seed`, in lab mode or serving mode (which decodes `output_length`
+tokens); `traffic.*` are not read, and `events` or `dynamic_text`, which
 change synthetic prompts, are refused.
 
 Writing (`trace_lines`): a synthetic request's prompt is a stream of tokens,
@@ -92,8 +93,8 @@ class TraceInfo:
     blocks: int  # hash ids over all requests
 
     def span_s(self, speedup: float = 1.0) -> float:
-        """Seconds from the first arrival to the last, at `speedup`."""
-        return (self.last_ms - self.first_ms) / 1000.0 / speedup
+        """Seconds from the first arrival to the end of the last one's millisecond, at `speedup`."""
+        return (self.last_ms - self.first_ms + 1) / 1000.0 / speedup
 
 
 def read_trace(chunks: Chunks, block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0,
@@ -143,7 +144,10 @@ def scan_trace(chunks: Chunks, block_tokens: int = BLOCK_TOKENS, progress: Progr
 # -- replay ------------------------------------------------------------------
 
 def replay_scenario(scenario: Scenario, info: TraceInfo, speedup: float = 1.0) -> Scenario:
-    """`scenario` with its duration set to the trace's span; ScenarioError if it cannot replay one."""
+    """`scenario` with its duration set to the trace's span (at least a second); ScenarioError if it cannot replay one.
+
+    The span ends after the last request's millisecond, so that every request arrives inside the window.
+    """
     if scenario.events:
         raise ScenarioError("events: bursts, surges and timestamps shape synthetic traffic; a trace has its own")
     if scenario.dynamic_text != "none":

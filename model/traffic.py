@@ -5,7 +5,9 @@ times the factor of every burst active at that moment. Each session picks a
 system prompt (Zipf-skewed over `system_prompts`, or `surge_system_prompts`
 while a tenant surge is on), then sends a geometric number of turns (mean
 `turns_mean`, at least one) spaced uniformly `gap_min_s`..`gap_max_s` apart.
-Turns that would arrive after `duration_s` are not sent.
+Turns that would arrive after `duration_s` are not sent. That is lab
+mode's open-loop schedule (`generate`); serving mode sends the same
+`sessions()` closed-loop, all their turns (`sessions.ChatSessions`).
 
 A prompt is a list of segments, each a hashable key and its token count:
 the system prompt cut at `dynamic_at` tokens, every earlier user turn and
@@ -22,13 +24,14 @@ on when it arrives: a burst moves arrivals, not what is said.
 
 import math
 from bisect import bisect_left
+from collections.abc import Iterator
 from itertools import accumulate
 from typing import NamedTuple
 
 from .config import Scenario, Traffic
 from .rng import stream
 
-__all__ = ["Request", "TooManyRequests", "generate"]
+__all__ = ["Request", "Session", "TooManyRequests", "generate", "sessions"]
 
 
 class TooManyRequests(Exception):
@@ -71,36 +74,13 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
     t = scenario.traffic
     timestamps = [e.at_s for e in scenario.events_of("timestamp")]
     first_timestamp = min(timestamps, default=math.inf)
-    surges = [(e.at_s, e.ends_s()) for e in scenario.events_of("surge")]
-    normal_cum = _zipf_cumulative(t.system_prompts, t.zipf_s)
-    surge_cum = _zipf_cumulative(t.surge_system_prompts, t.zipf_s)
-    p_next = 1.0 - 1.0 / t.turns_mean  # chance that a session sends one more turn
-    answer_lo, answer_hi = t.answer_mean - t.answer_mean // 2, t.answer_mean + t.answer_mean // 2
-
-    random_ = stream(scenario.seed, "sessions").random
-    user_span, answer_span = t.user_max - t.user_min + 1, answer_hi - answer_lo + 1
-    gap_span = t.gap_max_s - t.gap_min_s
     raw = []  # (arrival, session, turn, system prompt, user, answer)
-    for session, start in enumerate(_session_starts(scenario, limit)):
-        # Draw the whole session before cutting it at the window's end, so that
-        # session n's content never depends on arrival times or bursts.
-        # Draws inline from rng.random(): randint and uniform cost a Python call each, and
-        # this loop is a fifth of a run. int(lo + u * n) is uniform over lo..lo+n-1.
-        pick = random_()
-        turns = []
-        while True:
-            turns.append((int(t.user_min + random_() * user_span), int(answer_lo + random_() * answer_span),
-                          t.gap_min_s + random_() * gap_span))
-            if random_() >= p_next:
-                break
-        surging = any(a <= start < b for a, b in surges)
-        cum = surge_cum if surging else normal_cum
-        prompt = bisect_left(cum, pick * cum[-1])
-        at = start
-        for turn, (user, answer, gap) in enumerate(turns):
+    for drawn in sessions(scenario, limit):
+        at = drawn.start_s
+        for turn, (user, answer, gap) in enumerate(drawn.turns):
             if at >= scenario.duration_s:
                 break
-            raw.append((at, session, turn, prompt, user, answer))
+            raw.append((at, drawn.id, turn, drawn.system_prompt, user, answer))
             at += gap
         if limit is not None and len(raw) > limit:
             raise TooManyRequests(limit)
@@ -130,6 +110,46 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
         requests.append(Request(rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key,
                                 prompt_tokens, cacheable, f"prompt/{prompt}"))
     return requests
+
+
+class Session(NamedTuple):
+    """One chat session as drawn, before any window or fleet decides when its turns are sent."""
+
+    id: int  # its place in start order
+    start_s: float
+    system_prompt: int
+    turns: tuple[tuple[int, int, float], ...]  # (user tokens, answer tokens, gap before the next turn)
+
+
+def sessions(scenario: Scenario, limit: int | None = None) -> Iterator[Session]:
+    """Every session starting inside the window, with all its turns, in start order.
+
+    Session n draws its whole content (prompt pick, turns, gaps) from the
+    `sessions` stream, whatever cuts it later. Past `limit` sessions, stops
+    with `TooManyRequests`.
+    """
+    t = scenario.traffic
+    surges = [(e.at_s, e.ends_s()) for e in scenario.events_of("surge")]
+    normal_cum = _zipf_cumulative(t.system_prompts, t.zipf_s)
+    surge_cum = _zipf_cumulative(t.surge_system_prompts, t.zipf_s)
+    p_next = 1.0 - 1.0 / t.turns_mean  # chance that a session sends one more turn
+    answer_lo, answer_hi = t.answer_mean - t.answer_mean // 2, t.answer_mean + t.answer_mean // 2
+    random_ = stream(scenario.seed, "sessions").random
+    user_span, answer_span = t.user_max - t.user_min + 1, answer_hi - answer_lo + 1
+    gap_span = t.gap_max_s - t.gap_min_s
+    for session, start in enumerate(_session_starts(scenario, limit)):
+        # Draws inline from rng.random(): randint and uniform cost a Python call each, and
+        # this loop is a fifth of a run. int(lo + u * n) is uniform over lo..lo+n-1.
+        pick = random_()
+        turns = []
+        while True:
+            turns.append((int(t.user_min + random_() * user_span), int(answer_lo + random_() * answer_span),
+                          t.gap_min_s + random_() * gap_span))
+            if random_() >= p_next:
+                break
+        surging = any(a <= start < b for a, b in surges)
+        cum = surge_cum if surging else normal_cum
+        yield Session(session, start, bisect_left(cum, pick * cum[-1]), tuple(turns))
 
 
 def _system_segments(prompt: int, t: Traffic, dynamic: tuple | None) -> tuple[tuple, tuple]:

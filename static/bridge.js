@@ -5,14 +5,15 @@
 // delta against the current hash; the worker answers with the new hash and JSON patches
 // ({bokeh: {model name: {prop: value}}, dom: {selector: {text|html|attrs}}}) which
 // `apply` writes into the page. All logic lives in Python (lab/view.py); this file only
-// moves messages and patches. document.documentElement.dataset.lab says where we are:
+// moves messages and patches, and names no control: what a control does is declared in
+// lab/controls.py. document.documentElement.dataset.lab says where we are:
 // "booting" until the worker can compute, "busy" while it does, "ready" otherwise
 // ("error" if the simulator could not start).
 
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
-const timings = { firstNumbers: null, chartsDrawn: null, ready: null, bootMs: null, changes: [] };
+const timings = { firstNumbers: null, chartsDrawn: null, ready: null, bootMs: null, lastSent: null, changes: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
 let hash = location.hash.slice(1);
@@ -112,10 +113,6 @@ function nameInputs(root = document) {
 
 // -- talking to the worker --------------------------------------------------------
 
-// Started early by the inline boot script (static/boot.js); started here if that is missing.
-const boot = window.prefixLabBoot;
-const worker = boot?.worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-
 // Mission progress (best stars per mission) stays in this browser.
 const PROGRESS_KEY = "prefix-lab:progress";
 
@@ -137,15 +134,76 @@ function saveProgress(progress) {
 
 let progress = loadProgress();
 
+// -- the simulator's worker: started, watched, replaced -------------------------------
+//
+// A busy worker reads no messages, and interrupting Pyodide needs a SharedArrayBuffer that
+// embeds and static copies do not have, so a computation cannot be interrupted: a worker
+// that is stuck is replaced. The page's state is all in the URL, so a new worker loses
+// nothing. The per-change work is bounded in Python (lab/view.py counts requests against
+// its budget); these limits catch what that cannot: a boot that does not end, a worker that
+// dies, a machine far slower than planned.
+// `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
+const limits = window.prefixLabLimits ?? {};
+const BOOT_LIMIT_MS = limits.bootMs ?? 45_000;  // a boot taking longer has failed
+const WORK_LIMIT_MS = limits.workMs ?? 20_000;  // one change computing longer is stopped, its worker replaced
+const REPLACE_AFTER_MS = limits.replaceMs ?? 4_000;  // a newer change waiting behind one this old replaces the worker
+
+let worker = null;
+let bootTimer = null;
+let workTimer = null;
+let goodHash = hash;  // the state of the last view applied: where a stopped change goes back to
+let stopped = "";  // why the last change was stopped, shown once the new worker is ready
+
+function startWorker(early = null) {
+  worker = early?.worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  workerReady = false;
+  worker.onmessage = onMessage;
+  worker.onerror = (event) => {
+    event.preventDefault?.();
+    workerFailed(`its worker failed (${event.message || "no reason given"})`);
+  };
+  clearTimeout(bootTimer);
+  bootTimer = setTimeout(() => workerFailed(`it did not start within ${BOOT_LIMIT_MS / 1000} s`), BOOT_LIMIT_MS);
+  if (early) early.early.splice(0).forEach(onMessage);
+  else worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+}
+
+// The worker cannot go on: booting failed, or it died or hung on a change. Say so in one
+// line, keep what is on screen, and (if it had booted before) start a fresh one.
+function workerFailed(reason, { detail = "", replaced = false } = {}) {
+  const booted = timings.ready !== null;
+  clearTimeout(bootTimer);
+  clearTimeout(workTimer);
+  worker?.terminate();
+  if (detail) console.error("prefix-lab worker:", detail);
+  const lost = inFlight;
+  inFlight = null;
+  if (!booted) {
+    setState("error", `The simulator could not start: ${reason}. The numbers shown are the default setup's. ` +
+      "Reload to try again; if it keeps failing, the site is incomplete: rebuild it (prefix-lab build).");
+    return;
+  }
+  stopped = replaced ? "" : lost ? `That change was stopped: ${reason}. The numbers shown are the last setup that finished.`
+    : `The simulator stopped: ${reason}.`;
+  if (lost && !replaced && hash !== goodHash) {  // back to what is on screen, so a reload does not repeat it
+    hash = goodHash;
+    history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+  }
+  setState("booting", `${stopped || `The last change was replaced: ${reason}.`} Starting the simulator again…`);
+  startWorker();
+}
+
 function pump() {
   if (!workerReady || inFlight || queue.length === 0) return;
   inFlight = queue.shift();
   inFlight.epoch = epoch;
   inFlight.request.hash = hash;
   inFlight.request.progress = progress;
-  inFlight.sent = performance.now();
+  inFlight.sent = timings.lastSent = performance.now();
   setState("busy", "Simulating…");
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
+  clearTimeout(workTimer);
+  workTimer = setTimeout(() => workerFailed(`it took longer than ${WORK_LIMIT_MS / 1000} s`), WORK_LIMIT_MS);
 }
 
 function enqueue(request) {
@@ -155,17 +213,34 @@ function enqueue(request) {
   } else {
     queue.push({ id: nextId++, request });
   }
+  if (inFlight && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
+    workerFailed(`a newer one came while it had run ${Math.round((performance.now() - inFlight.sent) / 1000)} s`,
+      { replaced: true });
+    return;
+  }
   pump();
+}
+
+function settleState() {
+  if (queue.length) {
+    pump();
+  } else {
+    if (timings.ready === null) timings.ready = performance.now();
+    setState("ready", "Ready: every change re-runs the same traffic in your browser.");
+  }
 }
 
 async function onMessage(event) {
   const msg = event.data;
   if (msg.type === "ready") {
+    clearTimeout(bootTimer);
     workerReady = true;
     timings.bootMs = msg.bootMs;
-    if (queue.length === 0) queue.push({ id: nextId++, request: {} });  // render the URL's own state
-    pump();
+    if (timings.ready === null && queue.length === 0) queue.push({ id: nextId++, request: {} });  // the URL's own state
+    if (queue.length) pump();
+    else setState("ready", stopped);  // a new worker after a stop: nothing to redo
   } else if (msg.type === "view") {
+    clearTimeout(workTimer);
     const done = inFlight;
     inFlight = null;
     if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
@@ -173,7 +248,8 @@ async function onMessage(event) {
       return;
     }
     await whenBokehReady();
-    hash = msg.view.hash;
+    hash = goodHash = msg.view.hash;
+    stopped = "";
     if (msg.view.progress && JSON.stringify(msg.view.progress) !== JSON.stringify(progress)) {
       progress = msg.view.progress;
       saveProgress(progress);
@@ -184,29 +260,25 @@ async function onMessage(event) {
     nameInputs();
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
-    if (queue.length) {
-      pump();
-    } else {
-      if (timings.ready === null) timings.ready = performance.now();
-      setState("ready", "Ready: every change re-runs the same traffic in your browser.");
-    }
+    settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
-  } else if (msg.type === "error") {
+  } else if (msg.type === "error" && msg.phase === "boot") {
+    workerFailed(msg.message, { detail: msg.detail });
+  } else if (msg.type === "error") {  // one change failed in Python; the worker is fine: drop it, go on with the next
+    clearTimeout(workTimer);
     inFlight = null;
-    setState("error", msg.phase === "boot"
-      ? `The simulator could not start (${msg.message}). The numbers shown are the default setup's; reload to try again.`
-      : `The simulator stopped: ${msg.message}`);
-    console.error("prefix-lab worker:", msg.message);
+    console.error("prefix-lab worker:", msg.detail || msg.message);
+    if (hash !== goodHash) {  // the next change applies to what is on screen, not to the state that failed
+      hash = goodHash;
+      history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+    }
+    if (statusText) statusText.textContent = `That change could not be simulated (${msg.message}); the numbers shown are the last good ones.`;
+    if (queue.length) pump();
+    else root.dataset.lab = "ready";
   }
 }
 
-worker.onmessage = onMessage;
-worker.onerror = (event) => setState("error", `The simulator could not start: ${event.message ?? "worker error"}`);
-if (boot) {
-  boot.early.splice(0).forEach(onMessage);
-} else {
-  worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
-}
+startWorker(window.prefixLabBoot);
 
 // -- from the page -----------------------------------------------------------------
 
@@ -218,11 +290,13 @@ function changed(name, value, prop) {
   enqueue({ controls: { [name]: value } });
 }
 
-function action(request) {
+// A button pressed. `inputNames` are the widgets whose values the action reads (the
+// layout declares them with the button), sent along as `inputs`.
+function action(request, inputNames = []) {
   if (applying) return;
   const index = models();
   const inputs = {};
-  for (const name of ["evt:at", "evt:duration", "evt:factor"]) {
+  for (const name of inputNames) {
     const model = index.get(name);
     if (model) inputs[name] = model.value;
   }

@@ -8,6 +8,14 @@ import { loadPyodide } from "./pyodide/pyodide.mjs";
 let view = null;
 let booting = null;
 
+// One readable line for the page (a Python error's last line, clipped); the whole text for the console.
+function failure(err, phase) {
+  const detail = String(err?.message ?? err);
+  const lines = detail.split("\n").map((line) => line.trim()).filter(Boolean);
+  const message = (lines[lines.length - 1] ?? "unknown error").slice(0, 200);
+  return { type: "error", phase, message, detail };
+}
+
 async function boot(wheelUrl) {
   const t0 = performance.now();
   const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
@@ -18,10 +26,26 @@ async function boot(wheelUrl) {
   postMessage({ type: "ready", bootMs: performance.now() - t0 });
 }
 
+// Pyodide loses some failures while it boots (a wasm that is missing, cut or of the wrong type ends
+// in a rejected promise nobody awaits): while booting, any of them is the boot's failure.
+self.addEventListener("unhandledrejection", (event) => {
+  if (!view) postMessage(failure(event.reason, "boot"));
+});
+
+// A wasm file that is cut short or served with the wrong type does not even reject: Pyodide logs
+// "wasm instantiation failed!" and waits forever. While booting, that warning is the boot's failure.
+const warn = console.warn;
+console.warn = (...args) => {
+  warn(...args);
+  if (!view && String(args[0]).includes("wasm instantiation failed")) {
+    postMessage(failure(new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type"), "boot"));
+  }
+};
+
 self.onmessage = async (event) => {
   const msg = event.data;
   if (msg.type === "boot") {
-    booting ??= boot(msg.wheel).catch((err) => postMessage({ type: "error", phase: "boot", message: String(err.message ?? err) }));
+    booting ??= boot(msg.wheel).catch((err) => postMessage(failure(err, "boot")));
     return;
   }
   if (msg.type !== "view") return;
@@ -32,6 +56,6 @@ self.onmessage = async (event) => {
     const answer = JSON.parse(view.handle_json(JSON.stringify(msg.request)));
     postMessage({ type: "view", id: msg.id, view: answer, ms: performance.now() - t0 });
   } catch (err) {
-    postMessage({ type: "error", id: msg.id, message: String(err.message ?? err).split("\n").slice(-2).join(" ") });
+    postMessage({ ...failure(err, "view"), id: msg.id });
   }
 };

@@ -1,21 +1,35 @@
 """Fixtures for the browser tests: one built site, one `prefix-lab serve`, one Chromium.
 
-Every page opened through the `page` fixture has all requests routed: anything
-not for the serving origin is aborted and fails the test, as does a page error
-or a same-origin 404. Tests wait on the page's own state
+Every page opened through the `page` or `fresh_lab` fixture has all requests
+routed: anything not for the serving origin is aborted and fails the test, as
+does a page error or a same-origin 404. Tests wait on the page's own state
 (`document.documentElement.dataset.lab`), never on sleeps.
+
+Booting Pyodide takes seconds a page, so the tests of a module that do not
+interfere share one booted page (`lab`, module-scoped); `fresh_lab` hands it
+to a test after `reset_lab` has put it back to a state a new page would have.
+Tests of booting, aborted routes, reloads or embedding open their own (`page`).
+Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 """
 
+import functools
+import json
 import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 READY = "document.documentElement.dataset.lab === 'ready'"
+SETTLED = "['ready', 'error'].includes(document.documentElement.dataset.lab)"
+# Counts the views the bridge has applied (it fires `prefix-lab:view` after each, once `ready` is set), so a
+# wait can tell the answer to its own change from a `ready` that was there before the change arrived.
+COUNT_VIEWS = ("window.__labViews = 0;"
+               "document.addEventListener('prefix-lab:view', () => { window.__labViews += 1; });")
 
 
 @pytest.fixture(scope="session")
@@ -74,10 +88,16 @@ class Guard:
         assert not self.errors, f"page errors: {self.errors[:5]}"
         assert not self.missing, f"missing files: {self.missing[:5]}"
 
+    def clear(self):
+        """Forget what went wrong so far (`seen` stays): the next test of a shared page starts clean."""
+        self.foreign.clear()
+        self.errors.clear()
+        self.missing.clear()
 
-@pytest.fixture
-def guarded(browser, server):
-    """A fresh browser context whose pages may talk to the server only."""
+
+@contextmanager
+def guarded_context(browser, server):
+    """A new browser context whose pages may talk to the server only; checked when it closes."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     guard = Guard(server["origin"])
     context.route("**/*", guard.route)
@@ -94,9 +114,77 @@ def guarded(browser, server):
 
 
 @pytest.fixture
+def guarded(browser, server):
+    """A fresh browser context for one test: `(context, guard, watch)`."""
+    with guarded_context(browser, server) as fresh:
+        yield fresh
+
+
+@pytest.fixture
 def page(guarded):
     context, guard, watch = guarded
     return watch(context.new_page())
+
+
+@pytest.fixture(scope="module")
+def lab_guarded(browser, server):
+    """The guarded context of the module's shared lab page: `(context, guard, watch)`."""
+    with guarded_context(browser, server) as shared:
+        yield shared
+
+
+@pytest.fixture(scope="module")
+def lab(lab_guarded, server):
+    """One lab page, booted once for the module; tests take it through `fresh_lab`."""
+    context, _, watch = lab_guarded
+    context.add_init_script(COUNT_VIEWS)
+    return open_lab(watch(context.new_page()), server)
+
+
+@pytest.fixture
+def fresh_lab(lab, lab_guarded):
+    """The module's booted lab page, reset to the default setup with no saved progress."""
+    _, guard, _ = lab_guarded
+    reset_lab(lab)
+    yield lab
+    try:
+        guard.check()  # blame this test for what it made the page do
+    finally:
+        guard.clear()
+
+
+def reset_lab(page, fragment=""):
+    """Put a booted lab page into the state a new page opened at `#fragment` shows, without reloading it.
+
+    Once the page has settled: mission progress is reset through the page's own action (it lives in the
+    bridge as well as in localStorage), the event inputs (not held in the hash) go back to their defaults,
+    the hash is set, and localStorage is cleared. Each change waits for the page's answer to it: one more
+    view applied and `data-lab` back at `ready`.
+    """
+    from lab.controls import EVENT_INPUTS
+
+    defaults = {i.name: i.default for i in EVENT_INPUTS}
+
+    page.wait_for_function(SETTLED, timeout=60_000)
+    assert page.evaluate("document.documentElement.dataset.lab") == "ready", "the shared lab page is not ready"
+    _change_and_wait(page, "window.prefixLab.action({type: 'reset_progress'})")
+    page.evaluate("""inputs => {
+        for (const doc of Bokeh.documents)
+            for (const model of doc.all_models)
+                for (const tag of model.tags ?? []) if (tag in inputs) model.value = inputs[tag];
+        document.activeElement?.blur();
+        window.scrollTo(0, 0);
+    }""", defaults)
+    if page.evaluate("location.hash.slice(1)") != fragment:
+        _change_and_wait(page, f"location.hash = {json.dumps(fragment)}")
+    page.evaluate("localStorage.clear()")  # a new page has nothing stored, not even '{}'
+    return page
+
+
+def _change_and_wait(page, change):
+    """Run a JS statement that makes the page compute, and wait until that view is applied and it is ready."""
+    before = page.evaluate(f"() => {{ const n = window.__labViews; {change}; return n; }}")
+    page.wait_for_function(f"window.__labViews > {before} && ({READY})", timeout=30_000)
 
 
 def open_lab(page, server, fragment="", path=""):
@@ -118,8 +206,6 @@ def metrics(page):
 
 def cli_json(*sets):
     """What `prefix-lab run --json` prints for these `--set` values."""
-    import json
-
     argv = [sys.executable, "-m", "lab", "run", "--json"]
     for s in sets:
         argv += ["--set", s]
@@ -128,8 +214,12 @@ def cli_json(*sets):
 
 
 def expected_metrics(*sets):
-    import json
+    """The headline data-values `prefix-lab run --json` gives for these `--set` values."""
+    return dict(_expected_metrics(sets))
 
+
+@functools.cache
+def _expected_metrics(sets):
     data = cli_json(*sets)
     return {key: json.dumps(data[key]) for key in ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps",
                                                     "replica_count")}

@@ -1,13 +1,14 @@
 """Imports point one way, and the code that runs in the browser needs nothing beyond the standard library."""
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BROWSER_LAB = {"view.py", "urlstate.py", "missionview.py", "__init__.py"}
+BROWSER_LAB = {"view.py", "urlstate.py", "missionview.py", "controls.py", "__init__.py"}  # what Pyodide runs of lab/
 NO_CLOCKS_OR_IO = {"time", "datetime", "os", "pathlib", "io", "socket", "secrets", "uuid", "threading"}
 
 
@@ -45,13 +46,21 @@ def test_the_view_code_run_by_pyodide_needs_no_panel_bokeh_or_tornado(path):
     assert found <= set(sys.stdlib_module_names) | {"model", "missions", "lab"}, found
 
 
-def test_importing_the_model_has_no_side_effects():
-    import random
+# Run in a fresh interpreter: in this one another test may have imported these modules already.
+IMPORT_IN_A_FRESH_INTERPRETER = """
+import random, sys
+state = random.getstate()
+import model, missions, lab.view, lab.urlstate, lab.missionview
+assert random.getstate() == state, "importing moved the shared random generator"
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("panel", "bokeh", "tornado"))
+assert not heavy, f"the browser-side code imported {heavy[:5]}"
+print(" ".join(sorted(m for m in sys.modules if m.startswith("lab."))))
+"""
 
-    state = random.getstate()
-    import importlib
 
-    import model
-
-    importlib.reload(model)
-    assert random.getstate() == state
+def test_importing_the_browser_side_code_touches_no_global_random_state_and_no_panel_bokeh_or_tornado():
+    done = subprocess.run([sys.executable, "-c", IMPORT_IN_A_FRESH_INTERPRETER], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pulled = {name.removeprefix("lab.") + ".py" for name in done.stdout.split()}
+    assert pulled <= BROWSER_LAB, f"the page's view code also runs {sorted(pulled - BROWSER_LAB)}: list it in BROWSER_LAB"

@@ -1,11 +1,12 @@
 """Every mission: the broken start scores nothing, a known fix earns a star, the best known earns three."""
 
+import dataclasses
 import json
 
 import pytest
 
 from lab.cli import main
-from missions import MISSIONS, Threshold, find_mission, score
+from missions import MISSIONS, Threshold, check_catalog, find_mission, score, unlocked
 from model import simulate
 
 # (one-star setup, three-star setup) as dotted keys applied to the mission's start.
@@ -19,6 +20,8 @@ SOLUTIONS = {
                                         "router.spill_threshold_s": "0.2"}),
     "consistent-hash": ({"router.kind": "least_loaded"}, {"router.kind": "cache_aware",
                                                           "router.spill_threshold_s": "0.2"}),
+    "bounded-hash": ({"router.load_factor": "1.5"}, {"router.load_factor": "1.05"}),
+    "stale-router": ({"router.view_ttl_s": "2"}, {"router.view_ttl_s": "3"}),
     "monday": ({"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4"},
                {"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4", "fleet.replicas": "4"}),
 }
@@ -112,3 +115,39 @@ def test_cli_names_an_unknown_mission(capsys):
     assert main(["score", "--mission", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such mission" in err and "cache-on" in err
+
+
+def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
+    assert [(m.id, m.requires) for m in MISSIONS] == [
+        ("cache-on", ()), ("timestamp", ("cache-on",)), ("round-robin", ("timestamp",)),
+        ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
+        ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
+        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",))]
+    check_catalog()
+
+
+def test_a_mission_opens_when_every_prerequisite_has_a_star():
+    assert unlocked({}) == {"cache-on"}
+    assert unlocked({"cache-on": 1, "timestamp": 0}) == {"cache-on", "timestamp"}
+    both = dataclasses.replace(MISSIONS[-1], id="finale", requires=("burst", "monday"))
+    assert "finale" not in unlocked({"burst": 3}, (*MISSIONS, both))
+    assert "finale" in unlocked({"burst": 3, "monday": 1}, (*MISSIONS, both))
+
+
+def test_reordering_or_adding_missions_changes_no_unlock():
+    progress = {"cache-on": 2, "timestamp": 3, "round-robin": 1, "gone-mission": 3}
+    added = dataclasses.replace(MISSIONS[0], id="new", requires=("cache-on",))
+    assert unlocked(progress, tuple(reversed(MISSIONS))) == unlocked(progress) == {
+        "cache-on", "timestamp", "round-robin", "hot-tenant"}
+    assert unlocked(progress, (added, *MISSIONS)) == unlocked(progress) | {"new"}
+
+
+def test_a_broken_catalog_is_refused():
+    first = MISSIONS[0]
+    with pytest.raises(ValueError, match="used twice"):
+        check_catalog((first, first))
+    with pytest.raises(ValueError, match="unknown"):
+        check_catalog((dataclasses.replace(first, requires=("nope",)),))
+    loop = (dataclasses.replace(first, id="a", requires=("b",)), dataclasses.replace(first, id="b", requires=("a",)))
+    with pytest.raises(ValueError, match="cycle"):
+        check_catalog((first, *loop))

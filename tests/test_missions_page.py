@@ -1,18 +1,28 @@
-"""Missions in the browser: play the first two to three stars through the controls, keep the progress."""
+"""Missions in the browser: play the first two to three stars through the controls, keep the progress.
+
+Playing shares the module's booted page (`fresh_lab`); the next visit, which
+reads the saved progress while it boots, opens its own (`page`).
+"""
+
+import json
 
 import pytest
-from conftest import ARTIFACTS, READY, open_lab, wait_ready_with
+from conftest import ARTIFACTS, READY, open_lab, reset_lab, wait_ready_with
 from test_page import checkbox, slider
 
 pytestmark = pytest.mark.browser
+
+
+PROGRESS_KEY = "prefix-lab:progress"  # where the bridge keeps the best stars per mission
+PLAYED = {"cache-on": 3, "timestamp": 3}  # the progress after the first two missions at three stars
 
 
 def stars_shown(page):
     return page.evaluate("document.querySelector('.verdict') && Number(document.querySelector('.verdict').dataset.stars)")
 
 
-def test_play_the_first_two_missions_to_three_stars_and_keep_the_progress(page, server):
-    open_lab(page, server)
+def test_play_the_first_two_missions_to_three_stars_and_the_progress_is_saved(fresh_lab):
+    page = fresh_lab
     assert page.locator('button[data-mission="timestamp"]').is_disabled()
 
     page.locator('button[data-mission="cache-on"]').click()
@@ -48,21 +58,27 @@ def test_play_the_first_two_missions_to_three_stars_and_keep_the_progress(page, 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "missions.png"))
 
-    page.reload()
-    page.wait_for_function(READY, timeout=60_000)
-    assert page.locator('button[data-mission="cache-on"]').get_attribute("data-stars") == "3"
-    assert page.locator('button[data-mission="timestamp"]').get_attribute("data-stars") == "3"
-    assert page.locator('button[data-mission="round-robin"]').is_enabled()
-    assert page.locator('button[data-mission="hot-tenant"]').is_disabled()
+    assert json.loads(page.evaluate(f"localStorage.getItem({json.dumps(PROGRESS_KEY)})")) == PLAYED
     assert "mission=timestamp" in page.evaluate("location.hash")  # the link reopens the mission
 
     page.get_by_role("button", name="Reset progress").click()
     page.wait_for_function(f"({READY}) && document.querySelector('button[data-mission=\"round-robin\"]').disabled",
                            timeout=30_000)
-    assert page.evaluate("localStorage.getItem('prefix-lab:progress')") == "{}"
+    assert page.evaluate(f"localStorage.getItem({json.dumps(PROGRESS_KEY)})") == "{}"
 
 
-def test_facilitator_link_unlocks_every_mission(page, server):
-    open_lab(page, server, "unlock=all&mission=monday")
+def test_progress_kept_in_the_browser_is_shown_on_the_next_visit(page, server):
+    page.add_init_script(f"localStorage.setItem({json.dumps(PROGRESS_KEY)}, {json.dumps(json.dumps(PLAYED))})")
+    open_lab(page, server, "mission=timestamp")
+    assert page.locator('button[data-mission="cache-on"]').get_attribute("data-stars") == "3"
+    assert page.locator('button[data-mission="timestamp"]').get_attribute("data-stars") == "3"
+    assert page.locator('button[data-mission="round-robin"]').is_enabled()
+    assert page.locator('button[data-mission="hot-tenant"]').is_disabled()
+    assert "mission=timestamp" in page.evaluate("location.hash")  # the link reopens the mission
+    assert page.locator("#notices").inner_text().strip() == ""  # the mission is open, not refused as locked
+
+
+def test_facilitator_link_unlocks_every_mission(fresh_lab):
+    page = reset_lab(fresh_lab, "unlock=all&mission=monday")
     assert page.locator("button.mission.locked").count() == 0
     assert "Monday morning" in page.locator(".mission-detail").inner_text()

@@ -1,8 +1,11 @@
-"""The lab page in Chromium, served by `prefix-lab serve`, offline."""
+"""The lab page in Chromium, served by `prefix-lab serve`, offline.
 
+Most tests share the module's booted page (`fresh_lab`); those about a first
+load, a reload, a boot that fails or an embedding open their own (`page`).
+"""
 
 import pytest
-from conftest import ARTIFACTS, READY, expected_metrics, metrics, open_lab, wait_ready_with
+from conftest import ARTIFACTS, READY, expected_metrics, metrics, open_lab, reset_lab, wait_ready_with
 
 pytestmark = pytest.mark.browser
 
@@ -31,9 +34,8 @@ def number_input(page, label):
     raise AssertionError(f"no number input titled {label!r}")
 
 
-def test_page_loads_from_its_own_origin_and_shows_the_default_numbers(page, server, guarded):
-    _, guard, _ = guarded
-    open_lab(page, server)
+def test_page_loads_from_its_own_origin_and_shows_the_default_numbers(fresh_lab, lab_guarded):
+    page, (_, guard, _) = fresh_lab, lab_guarded
     assert metrics(page) == expected_metrics()
     assert page.locator("#status").inner_text().startswith("Ready")
     assert any(u.endswith("pyodide.asm.wasm") for u in guard.seen), "worker requests were not routed"
@@ -50,8 +52,8 @@ def test_first_paint_already_has_the_default_numbers(page, server, guarded):
     page.wait_for_function(READY, timeout=60_000)
 
 
-def test_controls_change_the_numbers_to_what_the_cli_gives(page, server):
-    open_lab(page, server)
+def test_controls_change_the_numbers_to_what_the_cli_gives(fresh_lab):
+    page = fresh_lab
     page.locator("select").select_option(label="Cache-aware")
     wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
     assert metrics(page) == expected_metrics("router.kind=cache_aware")
@@ -70,8 +72,8 @@ def test_controls_change_the_numbers_to_what_the_cli_gives(page, server):
     assert page.locator('[data-metric="hit_rate"]').inner_text() == "0.0%"
 
 
-def test_spill_threshold_is_only_active_for_cache_aware(page, server):
-    open_lab(page, server)
+def test_spill_threshold_is_only_active_for_cache_aware(fresh_lab):
+    page = fresh_lab
     handle = slider(page, "Spill threshold")
     assert handle.evaluate("e => e.closest('[disabled]') !== null || e.getRootNode().host.hasAttribute('disabled')"
                            " || e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
@@ -80,8 +82,8 @@ def test_spill_threshold_is_only_active_for_cache_aware(page, server):
     assert not handle.evaluate("e => e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
 
 
-def test_events_can_be_injected_and_removed(page, server):
-    open_lab(page, server)
+def test_events_can_be_injected_and_removed(fresh_lab):
+    page = fresh_lab
     start = number_input(page, "Start (s)")
     start.fill("120")
     start.press("Enter")
@@ -123,8 +125,8 @@ def test_url_state_round_trips(page, server):
     assert metrics(page) == expected_metrics("fleet.replicas=3")
 
 
-def test_garbage_in_the_hash_falls_back_field_by_field_with_a_notice(page, server):
-    open_lab(page, server, "fleet.replicas=banana&router.kind=cache_aware&colour=red&fleet.memory_gb=-2&events=burst@9999,timestamp@100&%%%")
+def test_garbage_in_the_hash_falls_back_field_by_field_with_a_notice(fresh_lab):
+    page = reset_lab(fresh_lab, "fleet.replicas=banana&router.kind=cache_aware&colour=red&fleet.memory_gb=-2&events=burst@9999,timestamp@100&%%%")
     notices = page.locator("#notices").inner_text()
     assert "fleet.replicas=banana" in notices and "Using 4" in notices
     assert "unknown setting 'colour'" in notices
@@ -169,8 +171,8 @@ def test_a_simulator_that_cannot_start_says_so_and_leaves_the_numbers(browser, s
         context.close()
 
 
-def test_a_url_edited_while_the_simulator_is_busy_wins(page, server):
-    open_lab(page, server)
+def test_a_url_edited_while_the_simulator_is_busy_wins(fresh_lab):
+    page = fresh_lab
     page.evaluate("""() => {
         window.prefixLab.changed('ctl:fleet.replicas', 7, 'value');  // in flight...
         location.hash = 'router.kind=round_robin';                   // ...when the URL is edited
@@ -178,3 +180,34 @@ def test_a_url_edited_while_the_simulator_is_busy_wins(page, server):
     wait_ready_with(page, "location.hash === '#router.kind=round_robin'")
     assert metrics(page) == expected_metrics("router.kind=round_robin")
     assert slider(page, "Replicas").get_attribute("aria-valuenow") == "4.0"
+
+
+def test_reset_lab_leaves_the_shared_page_as_a_new_page_shows_it(fresh_lab):
+    page = fresh_lab
+    page.locator('button[data-mission="cache-on"]').click()  # some progress: one star
+    page.get_by_role("button", name="Load mission setup").click()
+    wait_ready_with(page, "location.hash.includes('fleet.cache=false')")
+    checkbox(page, "Prefix cache").click()
+    wait_ready_with(page, "!location.hash.includes('fleet.cache=false')")
+    assert page.evaluate("localStorage.getItem('prefix-lab:progress')") == '{"cache-on":1}'
+    page.locator('button[data-mission=""]').click()  # free play, where events are allowed
+    wait_ready_with(page, "!location.hash.includes('mission')")
+    start = number_input(page, "Start (s)")  # not in the hash: the reset must put it back itself
+    start.fill("90")
+    start.press("Enter")
+    page.get_by_role("button", name="Tenant surge").click()
+    wait_ready_with(page, "location.hash.includes('events=surge@90+60')")
+    page.evaluate("window.prefixLab.changed('ctl:fleet.replicas', 900, 'value')")  # refused, with a notice
+    wait_ready_with(page, "document.querySelector('#notices').textContent.includes('fleet.replicas')")
+
+    reset_lab(page)
+    assert page.evaluate("location.hash") == ""
+    assert page.evaluate("localStorage.length") == 0
+    assert metrics(page) == expected_metrics()
+    assert page.locator("#notices").inner_text().strip() == ""
+    assert "No events" in page.locator("#events-list").inner_text()
+    assert number_input(page, "Start (s)").input_value() == "60"
+    assert page.locator('button[data-mission="cache-on"]').get_attribute("data-stars") == "0"
+    assert page.locator('button[data-mission="timestamp"]').is_disabled()
+    page.get_by_role("button", name="Tenant surge").click()  # the next event starts at the default again
+    wait_ready_with(page, "location.hash === '#events=surge@60+60'")

@@ -18,6 +18,12 @@ SCENARIOS = [
     {"fleet.replicas": "8", "router.kind": "cache_aware", "events": "burst@60+30x3,timestamp@150"},
     {"router.kind": "random", "seed": "42", "dynamic_text": "bottom", "fleet.memory_gb": "0.5"},
     {"router.kind": "consistent_hash", "events": "surge@30+120", "traffic.session_rate": "4", "duration_s": "200"},
+    # serving mode: batched decode under one KV budget, closed-form decode runs (math.sqrt), sessions that wait
+    {"fleet.decode": "true"},
+    {"fleet.decode": "true", "fleet.chunked_prefill": "false", "router.kind": "cache_aware",
+     "events": "burst@60+30x4,timestamp@150", "fleet.memory_gb": "2"},
+    {"fleet.decode": "true", "hardware.preset": "llama8b_a100", "events": "surge@30+60", "fleet.replicas": "6",
+     "router.kind": "cache_aware", "dynamic_text": "bottom", "fleet.token_budget": "512"},
 ]
 
 

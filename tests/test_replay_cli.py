@@ -56,7 +56,7 @@ def test_run_writes_its_traffic_as_a_trace_that_replays(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["replay", "nowhere.jsonl"], "cannot read trace nowhere.jsonl: No such file or directory"),
     (["replay", "{bad}", "--set", "traffic.session_rate=3"],
-     "--set traffic.session_rate: replayed traffic comes from the trace; set fleet.*, router.* or seed"),
+     "--set traffic.session_rate: replayed traffic comes from the trace; set fleet.*, router.*, hardware.* or seed"),
     (["replay", "{bad}", "--set", "duration_s=30"], "--set duration_s: replayed traffic comes from the trace"),
     (["replay", "{bad}", "--block-tokens", "0"], "argument --block-tokens: 0 is below 1"),
     (["replay", "{bad}", "--speedup", "-2"], "argument --speedup: -2 is not a number above 0"),

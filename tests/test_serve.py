@@ -3,11 +3,13 @@
 import gzip
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 from urllib.parse import urlparse
 
 import pytest
@@ -99,6 +101,118 @@ def test_serve_knows_when_the_site_is_stale(server, monkeypatch):
     assert not build.site_is_current(server["site"])
 
 
+def test_a_site_with_a_cut_or_missing_file_is_not_current(server, tmp_path):
+    copy = tmp_path / "site"
+    shutil.copytree(server["site"], copy)
+    assert build.site_is_current(copy)
+    wasm = copy / "pyodide" / "pyodide.asm.wasm"
+    whole = wasm.read_bytes()
+    wasm.write_bytes(whole[: len(whole) // 2])
+    assert not build.site_is_current(copy)  # cut
+    wasm.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))
+    assert not build.site_is_current(copy)  # same size, one bit changed
+    wasm.write_bytes(whole)
+    assert build.site_is_current(copy)
+    (copy / "pyodide" / "pyodide.asm.wasm.gz").unlink()
+    assert not build.site_is_current(copy)  # the twin browsers are sent
+
+
+def _fake_fill(folder, pyodide):
+    (folder / "index.html").write_text(f"<p>{folder.name}</p>")
+    (folder / "build.json").write_text("{}")
+
+
+def test_each_build_swaps_in_whole_keeping_the_previous_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "_fill", _fake_fill)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "build.json").write_text("{}")  # a site built by an older version: a plain folder
+    (site / "index.html").write_text("<p>old</p>")
+    (tmp_path / "site.backup").mkdir()  # not ours: never removed
+    made = []
+    for _ in range(3):
+        build.build_site(site)
+        assert site.is_symlink() and not os.path.isabs(os.readlink(site))
+        made.append(os.readlink(site))
+        assert (site / "index.html").read_text() == f"<p>{made[-1]}</p>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["site", "site.backup", *made[-2:]])
+
+
+def test_rebuilds_while_serving_never_answer_404(server, tmp_path, monkeypatch):
+    """Requests in a loop while the served folder is rebuilt five times: every one gets a whole file.
+
+    The builds copy the session's built site (hard links) instead of rendering
+    it again: what is tested is the swap, and a real build costs seconds.
+    """
+    def fill(folder, pyodide):
+        shutil.copytree(server["site"], folder, dirs_exist_ok=True, copy_function=os.link)
+
+    monkeypatch.setattr(build, "_fill", fill)
+    site = tmp_path / "site"
+    build.build_site(site)
+    from test_server_hostile import running
+
+    paths = ["/", "/embed.html", "/bridge.js", "/lab.css", "/build.json", "/static/js/bokeh-widgets.min.js"]
+    statuses, errors, stop, under_way = [], [], threading.Event(), threading.Event()
+
+    def fetch(port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        while not stop.is_set():
+            if len(statuses) == 10:
+                under_way.set()
+            path = paths[len(statuses) % len(paths)]
+            try:
+                conn.request("GET", path, headers={"Accept-Encoding": "gzip"})
+                response = conn.getresponse()
+                body = response.read()  # IncompleteRead if the response were cut
+                statuses.append(response.status)
+                assert len(body) == int(response.getheader("Content-Length"))
+            except Exception as exc:  # noqa: BLE001 - any failure counts
+                errors.append(f"{path}: {exc!r}")
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    with running(site) as port:
+        reader = threading.Thread(target=fetch, args=(port,))
+        reader.start()
+        try:
+            assert under_way.wait(30), errors  # the reader is under way before the first swap
+            for _ in range(5):
+                build.build_site(site)
+        finally:
+            stop.set()
+            reader.join(30)
+    print(f"{len(statuses)} requests during 5 rebuilds, {statuses.count(404)} 404s, {len(errors)} errors")
+    assert set(statuses) == {200} and not errors, (errors[:3], set(statuses))
+    assert build.site_is_current(site)
+
+
+def test_serve_binds_before_building(tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--dir", str(tmp_path / "s"), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+    assert not (tmp_path / "s").exists()  # nothing was built for a server that cannot start
+
+
+def test_serve_with_its_output_on_a_full_disk_is_one_line(server):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "lab", "serve", "--dir", str(server["site"]), "--port", "0"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == "prefix-lab: error: No space left on device\n"
+
+
+@pytest.mark.parametrize("verb", [["build", "--out"], ["serve", "--port", "0", "--dir"]])
+def test_an_unwritable_site_folder_is_one_line(verb, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    for folder in ("/proc/nope/site", str(tmp_path / "a-file" / "site")):
+        assert main([*verb, folder]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"cannot write the site at {folder}" in err, err
+
+
 def test_build_refuses_to_overwrite_a_folder_that_is_not_a_site(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     assert main(["build", "--out", str(tmp_path)]) == 2
@@ -122,27 +236,41 @@ def test_a_missing_pyodide_is_named_with_the_fix(tmp_path, monkeypatch, capsys):
     assert err.count("\n") == 1 and "run 'npm ci'" in err
 
 
+def test_the_lab_modules_import_one_another_without_a_cycle():
+    """Imports inside functions count too: serve once imported the CLI's error type from within serve()."""
+    import ast
+    from graphlib import CycleError, TopologicalSorter
+
+    folder = os.path.dirname(build.__file__)
+    graph = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name)) as f:
+                tree = ast.parse(f.read())
+            graph[name[:-3]] = {node.module.split(".")[0] for node in ast.walk(tree)
+                                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {exc.args[1]}")
+    assert "cli" not in graph["serve"] and "cli" not in graph["build"]
+
+
 def test_serve_rejects_a_bad_port_in_one_line(capsys, tmp_path):
     assert main(["serve", "--dir", str(tmp_path / "s"), "--port", "70000"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--port 70000" in err
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.browser
 def test_a_copied_site_works_from_any_static_server(server, guarded, tmp_path):
     copy = tmp_path / "copied-site"
     shutil.copytree(server["site"], copy)
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "http.server", str(port), "--bind", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
                              "--directory", str(copy)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        assert "Serving HTTP" in proc.stdout.readline()  # printed once it listens
+        line = proc.stdout.readline()  # printed once it listens, on the port the OS gave it
+        port = int(re.search(r"Serving HTTP on \S+ port (\d+)", line).group(1))
         context, guard, watch = guarded
         guard.origin = f"http://127.0.0.1:{port}"
         page = watch(context.new_page())

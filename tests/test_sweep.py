@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import UsageError, main
-from lab.sweep import Target, cheapest, parse_grid, parse_target, run_points
+from lab.cli import main
+from lab.sweep import Target, Traffic, cheapest, parse_grid, parse_target, run_points
+from lab.traces import CommandError
 from model import Scenario, scan_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -45,16 +46,16 @@ def test_grid_values_are_lists_and_ranges():
     ("fleet.replicas=1,,2", "an empty value between commas"),
 ])
 def test_bad_grids_say_what_to_write(item, message):
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(CommandError, match=message):
         parse_grid([item])
 
 
 def test_targets_name_a_figure_and_a_bound():
     assert parse_target("ttft_p99_ms<=500") == Target("ttft_p99_ms", "<=", 500.0)
     assert parse_target("hit_rate >= 0.5").holds({"hit_rate": 0.6})
-    with pytest.raises(UsageError, match="not a figure; use one of requests, hit_rate"):
+    with pytest.raises(CommandError, match="not a figure; use one of requests, hit_rate"):
         parse_target("speed<=3")
-    with pytest.raises(UsageError, match="write FIGURE<=VALUE"):
+    with pytest.raises(CommandError, match="write FIGURE<=VALUE"):
         parse_target("ttft_p99_ms<500")
 
 
@@ -73,8 +74,6 @@ def test_local_processes_and_a_dask_cluster_give_the_same_rows(trace, cluster):
     base = Scenario().with_text({"fleet.prefill_tokens_per_s": "50000"})
     scenarios = [base.with_text({"fleet.replicas": n, "router.kind": k}) for n in ("2", "3")
                  for k in ("cache_aware", "round_robin")]
-    from lab.sweep import Traffic
-
     traffic = Traffic(str(trace), scan_trace([trace.read_bytes()]))
     inline = run_points(scenarios, traffic, workers=1)
     assert run_points(scenarios, traffic, workers=2) == inline

@@ -24,6 +24,7 @@ from model import (
     ScenarioError,
     TraceError,
     generate,
+    profile_of,
     read_trace,
     replay,
     scan_trace,
@@ -195,12 +196,12 @@ def test_scan_sums_the_trace_and_progress_reports_both_passes():
     lines = [line(ts=1000 * i, ids=(i, 100 + i)) + "\n" for i in range(2500)]
     info = scan_trace(lines)
     assert (info.requests, info.first_ms, info.last_ms, info.blocks) == (2500, 0, 2_499_000, 5000)
-    assert info.prompt_tokens == 2500 * 1024 and info.span_s(2.0) == 1249.5
+    assert info.prompt_tokens == 2500 * 1024 and info.span_s(2.0) == 1249.5005
     seen = []
     result = replay(setup(fleet__replicas=8), lambda: lines, progress=lambda *a: seen.append(a[:2]))
     assert seen == [("checking", 1000), ("checking", 2000), ("checking", 2500),
                     ("replaying", 1000), ("replaying", 2000), ("replaying", 2500)]
-    assert result.scenario.duration_s == 2499.0
+    assert result.scenario.duration_s == 2499.001 and sum(result.series.requests) == 2500
 
 
 # -- bad files: one clear line each -------------------------------------------------
@@ -257,7 +258,17 @@ def test_a_replay_refuses_what_only_shapes_synthetic_traffic_and_spans_too_long(
         replay(setup(dynamic_text="top"), lambda: lines[:1])
     with pytest.raises(ScenarioError, match="use a speedup of 1.65 or more"):
         replay(setup(), lambda: lines)
-    assert replay(setup(), lambda: lines, speedup=2).scenario.duration_s == 500_000
+    assert replay(setup(), lambda: lines, speedup=2).scenario.duration_s == 500_000.0005
+
+
+def test_serving_mode_replays_a_trace_decoding_its_output_lengths():
+    lines = [line(ts=200 * i, inp=1024, out=50 + i, ids=(1, 2 + i % 3)) + "\n" for i in range(40)]
+    result = run(lines, fleet__decode="true", fleet__replicas=2, router__kind="cache_aware",
+                 hardware__preset="llama8b_h100", fleet__memory_gb="none")
+    assert result.mode == "serving" and result.requests == 40 and result.rejected == 0
+    assert [r.answer_tokens for r in result.records] == [50 + i for i in range(40)]
+    assert all(r.e2e_ms > r.ttft_ms for r in result.records)
+    assert result.hit_rate > 0.5  # block 1 always, and the rest once a replica has seen it
 
 
 # -- memory without a limit ---------------------------------------------------------
@@ -266,7 +277,9 @@ def test_memory_takes_any_size_and_none_for_no_limit():
     s = setup(fleet__memory_gb="none")
     assert s.fleet.memory_gb == math.inf and s.to_text()["fleet.memory_gb"] == "none"
     assert s.to_dict()["fleet"]["memory_gb"] is None and Scenario.from_dict(json.loads(json.dumps(s.to_dict()))) == s
-    assert setup(fleet__memory_gb=3125).fleet.capacity_tokens() == 3125 * 8192
+    lab, _ = profile_of(s)
+    assert lab.tokens_in(setup(fleet__memory_gb=3125).fleet.memory_gb) == 3125 * 8192
+    assert lab.tokens_in(s.fleet.memory_gb) >= 2**62
     with pytest.raises(ScenarioError, match="use a number from 0 to 1000000000 or none"):
         setup(fleet__memory_gb=-1)
     result = simulate(setup(fleet__memory_gb="none", duration_s=60))

@@ -1,0 +1,84 @@
+"""The event loop on its own: time order, then priority, then scheduling order."""
+
+import pytest
+
+from model.loop import EventLoop
+
+
+def recorder():
+    """A loop and a list that its actions append `(now, label)` to."""
+    loop, seen = EventLoop(), []
+    return loop, seen, lambda label: seen.append((loop.now, label))
+
+
+def test_events_run_in_time_order_whatever_order_they_were_scheduled_in():
+    loop, seen, note = recorder()
+    for t in (3.0, 1.0, 2.0):
+        loop.at(t, 0, note, f"t{t:g}")
+    loop.run()
+    assert seen == [(1.0, "t1"), (2.0, "t2"), (3.0, "t3")]
+    assert loop.now == 3.0 and len(loop) == 0
+
+
+def test_equal_time_and_priority_keep_the_order_they_were_scheduled_in():
+    loop, seen, note = recorder()
+    for label in "abcde":
+        loop.at(5.0, 1, note, label)
+    loop.run()
+    assert [label for _, label in seen] == list("abcde")
+
+
+def test_at_equal_times_a_lower_priority_number_runs_first():
+    loop, seen, note = recorder()
+    loop.at(1.0, 2, note, "late")
+    loop.at(1.0, 0, note, "first")
+    loop.at(1.0, 1, note, "second")
+    loop.at(1.0, 0, note, "first-again")
+    loop.run()
+    assert [label for _, label in seen] == ["first", "first-again", "second", "late"]
+
+
+def test_an_action_may_schedule_at_the_current_time_and_it_runs_after_those_already_queued():
+    loop, seen, note = recorder()
+
+    def parent():
+        note("parent")
+        loop.at(loop.now, 0, note, "child")
+
+    loop.at(1.0, 0, parent)
+    loop.at(1.0, 0, note, "sibling")
+    loop.run()
+    assert [label for _, label in seen] == ["parent", "sibling", "child"]
+
+
+def test_scheduling_into_the_past_raises_and_leaves_the_queue_alone():
+    loop, seen, note = recorder()
+    loop.at(2.0, 0, note, "a")
+    loop.step()
+    with pytest.raises(ValueError, match="before now"):
+        loop.at(1.5, 0, note, "too late")
+    assert len(loop) == 0 and loop.now == 2.0
+    loop.at(2.0, 0, note, "now is fine")
+    loop.run()
+    assert seen == [(2.0, "a"), (2.0, "now is fine")]
+
+
+def test_run_until_stops_before_later_events_and_keeps_them():
+    loop, seen, note = recorder()
+    for t in (1.0, 2.0, 2.5, 4.0):
+        loop.at(t, 0, note, t)
+    loop.run(until=2.5)  # inclusive: an event exactly at `until` runs
+    assert seen == [(1.0, 1.0), (2.0, 2.0), (2.5, 2.5)]
+    assert loop.now == 2.5 and len(loop) == 1
+    loop.run()
+    assert seen[-1] == (4.0, 4.0)
+
+
+def test_step_runs_exactly_one_action_and_passes_its_arguments():
+    loop, seen = EventLoop(), []
+    loop.at(0.5, 0, lambda *args: seen.append(args), 1, "two")
+    loop.at(0.7, 0, lambda *args: seen.append(args))
+    loop.step()
+    assert seen == [(1, "two")] and loop.now == 0.5 and len(loop) == 1
+    loop.step()
+    assert seen == [(1, "two"), ()] and loop.now == 0.7 and len(loop) == 0
