@@ -18,7 +18,7 @@ from .config import Scenario
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from .memory import Memory
-from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, headline, ms, percentile, ratio
 from .replica import Replica, Served
 from .routers import View, make_router
 from .serving_run import ServingRun
@@ -139,8 +139,6 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
         raise RuntimeError(f"served {len(served)} of {len(requests)} requests")
     served.sort(key=lambda s: s.request.id)
     tokens_per_s = profile.prefill_tokens_per_s()
-    n = len(replicas)
-    rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
     makespan = 0.0
     for s in served:
@@ -153,34 +151,19 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
             r.user_tokens, r.answer_tokens, cached, recomputed, ms(queue_s), ms(s.prefill_s),
             ms(queue_s + s.prefill_s)))
-        rep_requests[s.replica] += 1
-        rep_cached[s.replica] += cached
-        rep_prompt[s.replica] += prompt
         makespan = max(makespan, s.start_s + s.prefill_s)
 
     horizon = max(scenario.duration_s, makespan)
-    ttfts = sorted(rec.ttft_ms for rec in records)
     offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)
     recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
-    stats = tuple(
-        ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
-                     utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.busy_s, 6))
-        for i, rep in enumerate(replicas))
-
+    busy = [rep.busy_s for rep in replicas]
     return Result(
         scenario=scenario,
-        requests=len(records),
-        hit_rate=ratio(sum(rep_cached), sum(rep_prompt)),
-        ttft_p50_ms=percentile(ttfts, 50),
-        ttft_p95_ms=percentile(ttfts, 95),
-        ttft_p99_ms=percentile(ttfts, 99),
-        ttft_mean_ms=round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
-        throughput_rps=round(len(records) / horizon, 6),
+        **headline(records, busy, busy, horizon),
         makespan_s=round(makespan, 6),
-        prefill_gpu_s=round(sum(rep.busy_s for rep in replicas), 6),
+        prefill_gpu_s=round(sum(busy), 6),
         recompute_gpu_s=round(recompute_s, 6),
         router_overestimate=overestimate,
-        replicas=stats,
         series=_series(records, served, len(replicas), backlog, bin_s, kv),
         records=tuple(records),
         offered_rps=offered,

@@ -17,7 +17,7 @@ from .config import Scenario
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
 from .memory import Memory
-from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, bin_busy, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio
 from .routers import View, make_router
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
@@ -146,8 +146,6 @@ def _measure(run: ServingRun) -> Result:
         raise RuntimeError("the run ended with requests still on a replica")
     served = sorted(run.served, key=lambda s: s.request.id)
     per_token_s = profile.flops_per_token / profile.flops_per_s
-    n = len(replicas)
-    rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
     e2es: list[float] = []
     tpots: list[float] = []
@@ -167,38 +165,23 @@ def _measure(run: ServingRun) -> Result:
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, r.prompt_tokens, r.user_tokens,
             r.answer_tokens, cached, recomputed, ms(s.admitted_s - r.arrival_s), ms(s.first_token_s - s.admitted_s),
             ms(s.first_token_s - r.arrival_s), e2es[-1], tpot, stall))
-        rep_requests[s.replica] += 1
-        rep_cached[s.replica] += cached
-        rep_prompt[s.replica] += r.prompt_tokens
         makespan = max(makespan, s.done_s)
         answer_tokens += r.answer_tokens
 
     horizon = max(scenario.duration_s, makespan)
-    ttfts = sorted(rec.ttft_ms for rec in records)
     e2es.sort()
     tpots.sort()
     stalls.sort()
     window = scenario.duration_s
     offered = sum(1 for rec in records if rec.arrival_s < window) + sum(1 for r in run.rejected if r.arrival_s < window)
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
-    stats = tuple(
-        ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
-                     utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.prefill_compute_s, 6))
-        for i, rep in enumerate(replicas))
     return Result(
         scenario=scenario,
-        requests=len(records),
-        hit_rate=ratio(sum(rep_cached), sum(rep_prompt)),
-        ttft_p50_ms=percentile(ttfts, 50),
-        ttft_p95_ms=percentile(ttfts, 95),
-        ttft_p99_ms=percentile(ttfts, 99),
-        ttft_mean_ms=round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
-        throughput_rps=round(len(records) / horizon, 6),
+        **headline(records, [rep.busy_s for rep in replicas], [rep.prefill_compute_s for rep in replicas], horizon),
         makespan_s=round(makespan, 6),
         prefill_gpu_s=round(sum(rep.prefill_compute_s for rep in replicas), 6),
         recompute_gpu_s=round(sum(rec.recomputed_tokens for rec in records) * per_token_s, 6),
         router_overestimate=ratio(run.overestimated, run.believed),
-        replicas=stats,
         series=_series(run, records, nominal),
         records=tuple(records),
         tpot_p50_ms=percentile(tpots, 50) if tpots else None,
