@@ -12,15 +12,14 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .config import Scenario
+from .dispatch import Dispatcher, held_elsewhere
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .memory import Memory
 from .metrics import BINS, RequestRecord, Result, Series, headline, ms, percentile, ratio
 from .replica import Replica, Served
-from .routers import View, make_router
 from .serving_run import ServingRun
 from .traffic import Request, generate
 
@@ -49,8 +48,8 @@ class Run:
     `finish()` runs the rest and measures.
     """
 
-    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "router", "memory", "force", "loop", "served",
-                 "bin_s", "backlog", "in_use", "cached", "believed", "overestimated", "watch")
+    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
+                 "backlog", "in_use", "cached")
 
     def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -61,13 +60,7 @@ class Run:
         p = self.profile
         self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
                          for i in range(fleet.replicas)]
-        self.router = make_router(scenario)
-        approximate = scenario.router.view == "approximate"
-        self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
-        self.force = force or {}
-        self.believed = 0  # tokens the router believed cached on the replicas it chose
-        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
-        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.dispatch = Dispatcher(scenario, force)
         self.loop = EventLoop()
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS
@@ -80,16 +73,13 @@ class Run:
 
     def step(self) -> bool:
         """Run the next event; False once none is left."""
-        if not len(self.loop):
-            return False
-        self.loop.step()
-        return True
+        return self.loop.advance()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
         self.loop.run()
         return _measure(self.scenario, self.requests, self.served, self.replicas, self.backlog, self.bin_s,
-                        self.profile, self.notes, (self.in_use, self.cached), ratio(self.overestimated, self.believed))
+                        self.profile, self.notes, (self.in_use, self.cached), self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
         replica.start_next(self.loop.now)
@@ -105,21 +95,10 @@ class Run:
         request = requests[n]
         if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
             loop.at(requests[n + 1].arrival_s, ARRIVE, self._arrive, n + 1)
-        view = View(request, replicas, loop.now, self.memory)
-        index = self.force.get(request.id, self.router.choose(view))
-        if not 0 <= index < len(replicas):
-            raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
-        if self.watch is not None:
-            self.watch(view, index)
+        view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
         ticket = replica.enqueue(request)
-        if replica.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
-            ticket.held_elsewhere = max((view.matched(i) for i in range(len(replicas)) if i != index), default=0)
-        if self.memory is not None:
-            believed = view.matched(index)
-            self.believed += believed
-            self.overestimated += max(0, believed - view.actual(index))
-            self.memory.sent(index, request.keys, request.sizes, loop.now)
+        ticket.held_elsewhere = held_elsewhere(view, index)
         if replica.running is None:
             self._start(replica)
 

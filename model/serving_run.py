@@ -11,14 +11,13 @@ arrivals, then the series sample at a bin edge. The run goes on until every
 session has sent its last turn and every answer is out.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .config import Scenario
+from .dispatch import Dispatcher, held_elsewhere
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
-from .memory import Memory
 from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio
-from .routers import View, make_router
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
 from .traffic import Request
@@ -29,9 +28,8 @@ __all__ = ["ServingRun"]
 class ServingRun:
     """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
 
-    __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "router", "memory", "force", "loop",
-                 "served", "rejected", "sent", "bin_s", "backlog", "running", "cached", "believed", "overestimated",
-                 "watch")
+    __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
+                 "rejected", "sent", "bin_s", "backlog", "running", "cached")
 
     def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -44,13 +42,7 @@ class ServingRun:
         budget = self.profile.tokens_in(fleet.memory_gb)
         self.replicas = [ServingReplica(i, self.profile, budget, fleet.cache, fleet.chunked_prefill, fleet.token_budget,
                                         fleet.max_running, self.loop, self._done) for i in range(fleet.replicas)]
-        self.router = make_router(scenario)
-        approximate = scenario.router.view == "approximate"
-        self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
-        self.force = force or {}  # request id -> replica, overriding the router (counterfactuals)
-        self.believed = 0  # tokens the router believed cached on the replicas it chose
-        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
-        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.dispatch = Dispatcher(scenario, force)
         self.served: list[Seq] = []
         self.rejected: list[Request] = []
         self.sent = 0  # requests sent so far: the next one's id
@@ -67,10 +59,7 @@ class ServingRun:
 
     def step(self) -> bool:
         """Run the next event; False once none is left."""
-        if not len(self.loop):
-            return False
-        self.loop.step()
-        return True
+        return self.loop.advance()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
@@ -100,22 +89,10 @@ class ServingRun:
         for r in replicas:
             if now >= r.evict_at:
                 r.sync(now)
-        view = View(request, replicas, now, self.memory)
-        index = self.force.get(request.id, self.router.choose(view))
-        if not 0 <= index < len(replicas):
-            raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
-        if self.watch is not None:
-            self.watch(view, index)
+        view, index = self.dispatch.route(request, replicas, now)
         replica = replicas[index]
-        held, matched = 0, view.actual(index)
-        if replica.cache and matched < request.cacheable_tokens:  # else no one can hold more
-            held = max((view.actual(i) for i in range(len(replicas)) if i != index), default=0)
-        if self.memory is not None:
-            believed = view.matched(index)
-            self.believed += believed
-            self.overestimated += max(0, believed - matched)
-            self.memory.sent(index, request.keys, request.sizes, now)
-        seq = replica.enqueue(request, now, matched)
+        held = held_elsewhere(view, index)
+        seq = replica.enqueue(request, now, view.actual(index))
         if seq is None:
             self.rejected.append(request)  # too big for any replica: the session ends here
         else:
@@ -181,7 +158,7 @@ def _measure(run: ServingRun) -> Result:
         makespan_s=round(makespan, 6),
         prefill_gpu_s=round(sum(rep.prefill_compute_s for rep in replicas), 6),
         recompute_gpu_s=round(sum(rec.recomputed_tokens for rec in records) * per_token_s, 6),
-        router_overestimate=ratio(run.overestimated, run.believed),
+        router_overestimate=run.dispatch.overestimate(),
         series=_series(run, records, nominal),
         records=tuple(records),
         tpot_p50_ms=percentile(tpots, 50) if tpots else None,
