@@ -71,6 +71,7 @@ def soak(url: str, args: argparse.Namespace) -> None:
     with sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page()
+        page.add_init_script("window.__views = 0; document.addEventListener('prefix-lab:view', () => window.__views++)")
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
         page.goto(url)
@@ -79,9 +80,9 @@ def soak(url: str, args: argparse.Namespace) -> None:
         steps = itertools.cycle(CHANGES)
         for done in range(1, args.changes + 1):
             name, value = next(steps)
-            before = page.evaluate("window.prefixLab.timings.changes.length")
+            before = page.evaluate("window.__views")  # timings.changes is trimmed in long sessions: count views
             page.evaluate("([n, v]) => window.prefixLab.changed(n, v, 'value')", [name, value])
-            page.wait_for_function(f"({READY}) && window.prefixLab.timings.changes.length > {before}", timeout=60_000)
+            page.wait_for_function(f"({READY}) && window.__views > {before}", timeout=60_000)
             if done % args.every == 0:
                 recent = page.evaluate(f"window.prefixLab.timings.changes.slice(-{args.every})"
                                        ".map(c => c.applied - c.sent)")

@@ -149,7 +149,8 @@ class _Site:
 class SiteHandler(tornado.web.StaticFileHandler):
     """Tornado's static handler, plus content types, checked gzip twins, security headers, no-cache."""
 
-    def initialize(self, site: _Site, default_filename: str | None = None) -> None:
+    # Tornado passes a route's keyword arguments to initialize(); this route passes the site, not a path.
+    def initialize(self, site: _Site, default_filename: str | None = None) -> None:  # type: ignore[override]
         self.site = site
         super().initialize(site.root(), default_filename)  # this request reads this build, even if one swaps in
         self._plain_path: str | None = None  # the file asked for, when its .gz twin is sent

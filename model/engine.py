@@ -12,15 +12,14 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .config import Scenario
+from .dispatch import Dispatcher, held_elsewhere
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .memory import Memory
-from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, headline, ms, percentile, ratio
 from .replica import Replica, Served
-from .routers import View, make_router
 from .serving_run import ServingRun
 from .traffic import Request, generate
 
@@ -51,9 +50,8 @@ class Run:
     `finish()` runs the rest and measures.
     """
 
-    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "router", "memory", "force", "loop", "served",
-                 "bin_s", "backlog", "in_use", "cached", "believed", "overestimated", "watch", "arrived", "_source",
-                 "_stream")
+    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
+                 "backlog", "in_use", "cached", "arrived", "_source", "_stream")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -67,13 +65,7 @@ class Run:
         p = self.profile
         self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
                          for i in range(fleet.replicas)]
-        self.router = make_router(scenario)
-        approximate = scenario.router.view == "approximate"
-        self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
-        self.force = force or {}
-        self.believed = 0  # tokens the router believed cached on the replicas it chose
-        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
-        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.dispatch = Dispatcher(scenario, force)
         self.loop = EventLoop()
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS
@@ -87,16 +79,13 @@ class Run:
 
     def step(self) -> bool:
         """Run the next event; False once none is left."""
-        if not len(self.loop):
-            return False
-        self.loop.step()
-        return True
+        return self.loop.advance()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
         self.loop.run()
         return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
-                        self.profile, self.notes, (self.in_use, self.cached), ratio(self.overestimated, self.believed))
+                        self.profile, self.notes, (self.in_use, self.cached), self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
         replica.start_next(self.loop.now)
@@ -116,21 +105,10 @@ class Run:
         following = next(self._source, None)
         if following is not None:  # arrivals are sorted: keep only the next one on the heap
             loop.at(following.arrival_s, ARRIVE, self._arrive, following)
-        view = View(request, replicas, loop.now, self.memory)
-        index = self.force.get(request.id, self.router.choose(view))
-        if not 0 <= index < len(replicas):
-            raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
-        if self.watch is not None:
-            self.watch(view, index)
+        view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
         ticket = replica.enqueue(request)
-        if replica.cache and ticket.cached_tokens < request.cacheable_tokens:  # else no one can hold more
-            ticket.held_elsewhere = max((view.matched(i) for i in range(len(replicas)) if i != index), default=0)
-        if self.memory is not None:
-            believed = view.matched(index)
-            self.believed += believed
-            self.overestimated += max(0, believed - view.actual(index))
-            self.memory.sent(index, request.keys, request.sizes, loop.now)
+        ticket.held_elsewhere = held_elsewhere(view, index)
         if replica.running is None:
             self._start(replica)
 
@@ -150,8 +128,6 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         raise RuntimeError(f"served {len(served)} of {arrived} requests")
     served.sort(key=lambda s: s.request.id)
     tokens_per_s = profile.prefill_tokens_per_s()
-    n = len(replicas)
-    rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
     makespan = 0.0
     for s in served:
@@ -164,34 +140,19 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
             r.user_tokens, r.answer_tokens, cached, recomputed, ms(queue_s), ms(s.prefill_s),
             ms(queue_s + s.prefill_s)))
-        rep_requests[s.replica] += 1
-        rep_cached[s.replica] += cached
-        rep_prompt[s.replica] += prompt
         makespan = max(makespan, s.start_s + s.prefill_s)
 
     horizon = max(scenario.duration_s, makespan)
-    ttfts = sorted(rec.ttft_ms for rec in records)
     offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)
     recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
-    stats = tuple(
-        ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
-                     utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.busy_s, 6))
-        for i, rep in enumerate(replicas))
-
+    busy = [rep.busy_s for rep in replicas]
     return Result(
         scenario=scenario,
-        requests=len(records),
-        hit_rate=ratio(sum(rep_cached), sum(rep_prompt)),
-        ttft_p50_ms=percentile(ttfts, 50),
-        ttft_p95_ms=percentile(ttfts, 95),
-        ttft_p99_ms=percentile(ttfts, 99),
-        ttft_mean_ms=round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
-        throughput_rps=round(len(records) / horizon, 6),
+        **headline(records, busy, busy, horizon),
         makespan_s=round(makespan, 6),
-        prefill_gpu_s=round(sum(rep.busy_s for rep in replicas), 6),
+        prefill_gpu_s=round(sum(busy), 6),
         recompute_gpu_s=round(recompute_s, 6),
         router_overestimate=overestimate,
-        replicas=stats,
         series=_series(records, served, len(replicas), backlog, bin_s, kv),
         records=tuple(records),
         offered_rps=offered,

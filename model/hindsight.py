@@ -49,7 +49,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
         if view.request.id != request_id:
             return
-        score = _scores(scenario.router.kind, run.router, view)
+        score = _scores(scenario.router.kind, run.dispatch.policy, view)
         seen.update(arrival_s=round(view.request.arrival_s, 6), prompt_tokens=view.request.prompt_tokens,
                     chosen=chosen, score=score[0] if score else None, replicas=[{
             "replica": i,
@@ -60,7 +60,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
             "score": score[1][i] if score else None,
         } for i in range(len(view))])
 
-    run.watch = look
+    run.dispatch.watch = look
     result = run.finish()
     if not seen:
         raise ScenarioError(f"request {request_id}: this scenario has requests 0 to {result.requests - 1}")

@@ -40,6 +40,13 @@ class EventLoop:
         self.now = time
         action(*args)
 
+    def advance(self) -> bool:
+        """Run the next scheduled action, if there is one; say whether there was."""
+        if not self._heap:
+            return False
+        self.step()
+        return True
+
     def run(self, until: float = math.inf) -> None:
         """Run actions until none is left or the next one is after `until`."""
         heap = self._heap

@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 
 from .config import Scenario
 
-__all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "ms", "percentile", "ratio"]
+__all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
+           "ratio"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -153,6 +154,34 @@ class Result:
             "replicas": [r.to_dict() for r in self.replicas],
             "series": self.series.to_dict(),
         }
+
+
+def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[float],
+             horizon: float) -> dict[str, Any]:
+    """What every mode measures the same way from its records: counts, hit rate, TTFT, throughput, per replica.
+
+    `busy_s` and `prefill_s` are each replica's busy seconds and prefill GPU-seconds; `horizon` is
+    the longer of the arrival window and the makespan. Keys are `Result` field names.
+    """
+    n = len(busy_s)
+    requests, cached, prompt = [0] * n, [0] * n, [0] * n
+    for rec in records:
+        requests[rec.replica] += 1
+        cached[rec.replica] += rec.cached_tokens
+        prompt[rec.replica] += rec.prompt_tokens
+    ttfts = sorted(rec.ttft_ms for rec in records)
+    return {
+        "requests": len(records),
+        "hit_rate": ratio(sum(cached), sum(prompt)),
+        "ttft_p50_ms": percentile(ttfts, 50),
+        "ttft_p95_ms": percentile(ttfts, 95),
+        "ttft_p99_ms": percentile(ttfts, 99),
+        "ttft_mean_ms": round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
+        "throughput_rps": round(len(records) / horizon, 6),
+        "replicas": tuple(ReplicaStats(index=i, requests=requests[i], hit_rate=ratio(cached[i], prompt[i]),
+                                       utilisation=ratio(busy_s[i], horizon), prefill_gpu_s=round(prefill_s[i], 6))
+                          for i in range(n)),
+    }
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

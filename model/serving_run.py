@@ -11,14 +11,13 @@ arrivals, then the series sample at a bin edge. The run goes on until every
 session has sent its last turn and every answer is out.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .config import Scenario
+from .dispatch import Dispatcher, held_elsewhere
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
-from .memory import Memory
-from .metrics import BINS, ReplicaStats, RequestRecord, Result, Series, bin_busy, ms, percentile, ratio
-from .routers import View, make_router
+from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
 from .traffic import Request
@@ -29,9 +28,8 @@ __all__ = ["ServingRun"]
 class ServingRun:
     """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
 
-    __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "router", "memory", "force", "loop",
-                 "served", "rejected", "sent", "bin_s", "backlog", "running", "cached", "believed", "overestimated",
-                 "watch", "_pending", "_stream")
+    __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
+                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -46,13 +44,7 @@ class ServingRun:
         budget = self.profile.tokens_in(fleet.memory_gb)
         self.replicas = [ServingReplica(i, self.profile, budget, fleet.cache, fleet.chunked_prefill, fleet.token_budget,
                                         fleet.max_running, self.loop, self._done) for i in range(fleet.replicas)]
-        self.router = make_router(scenario)
-        approximate = scenario.router.view == "approximate"
-        self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
-        self.force = force or {}  # request id -> replica, overriding the router (counterfactuals)
-        self.believed = 0  # tokens the router believed cached on the replicas it chose
-        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
-        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.dispatch = Dispatcher(scenario, force)
         self.served: list[Seq] = []
         self.rejected: list[Request] = []
         self.sent = 0  # requests sent so far: the next one's id
@@ -69,10 +61,7 @@ class ServingRun:
 
     def step(self) -> bool:
         """Run the next event; False once none is left."""
-        if not len(self.loop):
-            return False
-        self.loop.step()
-        return True
+        return self.loop.advance()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
@@ -102,22 +91,10 @@ class ServingRun:
         for r in replicas:
             if now >= r.evict_at:
                 r.sync(now)
-        view = View(request, replicas, now, self.memory)
-        index = self.force.get(request.id, self.router.choose(view))
-        if not 0 <= index < len(replicas):
-            raise RuntimeError(f"router {self.scenario.router.kind} chose replica {index} of {len(replicas)}")
-        if self.watch is not None:
-            self.watch(view, index)
+        view, index = self.dispatch.route(request, replicas, now)
         replica = replicas[index]
-        held, matched = 0, view.actual(index)
-        if replica.cache and matched < request.cacheable_tokens:  # else no one can hold more
-            held = max((view.actual(i) for i in range(len(replicas)) if i != index), default=0)
-        if self.memory is not None:
-            believed = view.matched(index)
-            self.believed += believed
-            self.overestimated += max(0, believed - matched)
-            self.memory.sent(index, request.keys, request.sizes, now)
-        seq = replica.enqueue(request, now, matched)
+        held = held_elsewhere(view, index)
+        seq = replica.enqueue(request, now, view.actual(index))
         if seq is None:
             self.rejected.append(request)  # too big for any replica: the session ends here
         else:
@@ -150,8 +127,6 @@ def _measure(run: ServingRun) -> Result:
         raise RuntimeError("the run ended with requests still on a replica")
     served = sorted(run.served, key=lambda s: s.request.id)
     per_token_s = profile.flops_per_token / profile.flops_per_s
-    n = len(replicas)
-    rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
     e2es: list[float] = []
     tpots: list[float] = []
@@ -171,38 +146,23 @@ def _measure(run: ServingRun) -> Result:
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, r.prompt_tokens, r.user_tokens,
             r.answer_tokens, cached, recomputed, ms(s.admitted_s - r.arrival_s), ms(s.first_token_s - s.admitted_s),
             ms(s.first_token_s - r.arrival_s), e2es[-1], tpot, stall))
-        rep_requests[s.replica] += 1
-        rep_cached[s.replica] += cached
-        rep_prompt[s.replica] += r.prompt_tokens
         makespan = max(makespan, s.done_s)
         answer_tokens += r.answer_tokens
 
     horizon = max(scenario.duration_s, makespan)
-    ttfts = sorted(rec.ttft_ms for rec in records)
     e2es.sort()
     tpots.sort()
     stalls.sort()
     window = scenario.duration_s
     offered = sum(1 for rec in records if rec.arrival_s < window) + sum(1 for r in run.rejected if r.arrival_s < window)
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
-    stats = tuple(
-        ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
-                     utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.prefill_compute_s, 6))
-        for i, rep in enumerate(replicas))
     return Result(
         scenario=scenario,
-        requests=len(records),
-        hit_rate=ratio(sum(rep_cached), sum(rep_prompt)),
-        ttft_p50_ms=percentile(ttfts, 50),
-        ttft_p95_ms=percentile(ttfts, 95),
-        ttft_p99_ms=percentile(ttfts, 99),
-        ttft_mean_ms=round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
-        throughput_rps=round(len(records) / horizon, 6),
+        **headline(records, [rep.busy_s for rep in replicas], [rep.prefill_compute_s for rep in replicas], horizon),
         makespan_s=round(makespan, 6),
         prefill_gpu_s=round(sum(rep.prefill_compute_s for rep in replicas), 6),
         recompute_gpu_s=round(sum(rec.recomputed_tokens for rec in records) * per_token_s, 6),
-        router_overestimate=ratio(run.overestimated, run.believed),
-        replicas=stats,
+        router_overestimate=run.dispatch.overestimate(),
         series=_series(run, records, nominal),
         records=tuple(records),
         tpot_p50_ms=percentile(tpots, 50) if tpots else None,

@@ -82,3 +82,10 @@ def test_step_runs_exactly_one_action_and_passes_its_arguments():
     assert seen == [(1, "two")] and loop.now == 0.5 and len(loop) == 1
     loop.step()
     assert seen == [(1, "two"), ()] and loop.now == 0.7 and len(loop) == 0
+
+
+def test_advance_runs_one_action_while_there_is_one():
+    loop, ran = EventLoop(), []
+    loop.at(1.0, 0, ran.append, "a")
+    assert loop.advance() and ran == ["a"] and loop.now == 1.0
+    assert not loop.advance() and ran == ["a"]

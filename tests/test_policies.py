@@ -83,7 +83,7 @@ def test_bounded_hash_keeps_every_placement_under_its_bound_in_a_whole_run():
 
     s = scenario(router__kind="bounded_hash", fleet__replicas=4, traffic__session_rate=6, duration_s=60)
     run = Run(s)
-    run.router = Watched(s)
+    run.dispatch.policy = Watched(s)
     result = run.finish()
     assert len(placed) == result.requests
     assert all(after <= bound for after, bound in placed)
@@ -187,12 +187,12 @@ def test_with_unlimited_cache_and_no_ttl_the_router_never_believes_more_than_fin
                  fleet__memory_gb=1024, duration_s=60)
     run = Run(s)
     result = run.finish()
-    assert run.memory is not None
+    assert run.dispatch.memory is not None
     for req, rec in zip(run.requests, result.records):
         for i, replica in enumerate(run.replicas):  # any prompt, any replica: belief <= what the tree holds
-            assert run.memory.matched(i, req.keys, run.loop.now) <= replica.tree.peek(req.keys)
-        assert run.memory.matched(rec.replica, req.keys, run.loop.now) == req.prompt_tokens
+            assert run.dispatch.memory.matched(i, req.keys, run.loop.now) <= replica.tree.peek(req.keys)
+        assert run.dispatch.memory.matched(rec.replica, req.keys, run.loop.now) == req.prompt_tokens
     # The trees hold more than the router knows: answers never pass through it.
     held = sum(r.tree.total_tokens for r in run.replicas)
-    believed = sum(run.memory.tokens(i, run.loop.now) for i in range(len(run.replicas)))
+    believed = sum(run.dispatch.memory.tokens(i, run.loop.now) for i in range(len(run.replicas)))
     assert held > believed

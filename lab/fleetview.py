@@ -1,0 +1,107 @@
+"""What the page shows of serving mode and of the router: pure functions from a result to page content.
+
+Runs in the browser with `lab.view` (standard library, `model` and nothing
+else). Each function returns new values; `lab.view.patches` places them.
+
+- `serving_html(result)`: serving mode's figures (time per output token,
+  end to end, the longest stall, tokens a second, the offered load against
+  the configured one); empty in lab mode.
+- `memory_data(result)`: the fleet's KV memory per time bin, split into
+  what running requests hold and what the prefix cache holds besides.
+- `router_html(scenario, result)`: the chosen router's rule (from its
+  class) and, with the approximate view, how often it guessed wrong.
+- `slowest_html(result)`: the slowest requests, each with a button that
+  asks what the router saw; `explain_html(seen)`: that decision.
+"""
+
+import html
+from typing import Any
+
+from model import ROUTERS, Result, Scenario
+
+__all__ = ["EXPLAIN_ROWS", "explain_html", "memory_data", "router_html", "serving_html", "slowest_html"]
+
+EXPLAIN_ROWS = 8  # slowest requests listed with a "what the router saw" button
+
+
+def serving_html(result: Result) -> str:
+    """Serving mode's figures as a short list; '' in lab mode (prefill only: no tokens after the first)."""
+    if result.mode != "serving":
+        return ""
+    items = [
+        ("Time per output token", f"p50 {result.tpot_p50_ms:,.1f} ms, p99 {result.tpot_p99_ms:,.1f} ms"
+         if result.tpot_p50_ms is not None else "no answer longer than one token"),
+        ("Arrival to last token", f"p50 {result.e2e_p50_ms:,.0f} ms, p99 {result.e2e_p99_ms:,.0f} ms"
+         if result.e2e_p50_ms is not None else "–"),
+        ("Longest wait between two tokens", f"p99 {result.stall_p99_ms:,.0f} ms"
+         if result.stall_p99_ms is not None else "–"),
+        ("Answer tokens per second", f"{result.tokens_per_s:,.0f}"),
+        ("Offered load", f"{result.offered_rps:.2f} requests/s of {result.configured_rps:.2f} configured: "
+         "each turn waits for the answer before it"),
+    ]
+    if result.rejected:
+        items.append(("Refused", f"{result.rejected:,} requests larger than a replica's whole KV memory"))
+    rows = "".join(f"<li><span>{html.escape(k)}</span> <strong>{html.escape(v)}</strong></li>" for k, v in items)
+    return f'<h3>Serving mode on {html.escape(result.hardware)}</h3><ul class="figures">{rows}</ul>'
+
+
+def memory_data(result: Result) -> dict[str, list[Any]]:
+    """Per bin (at its end), the fleet's KV tokens held by running requests and by the cache besides, in thousands."""
+    s = result.series
+    ends = [round(t + s.bin_s, 3) for t in s.start_s]
+    running = [round(sum(col) / 1000, 3) for col in zip(*s.kv_running_tokens)] if s.kv_running_tokens else []
+    cached = [round(sum(col) / 1000, 3) for col in zip(*s.kv_cached_tokens)] if s.kv_cached_tokens else []
+    return {"t": ends[:len(running)], "running": running, "cached": cached,
+            "total": [round(a + b, 3) for a, b in zip(running, cached)]}
+
+
+def router_html(scenario: Scenario, result: Result) -> str:
+    """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was."""
+    cls = ROUTERS[scenario.router.kind]
+    text = f"<p><strong>{html.escape(cls.label)}</strong> {html.escape(cls.rule)}.</p>"
+    if scenario.router.view == "approximate":
+        text += (f"<p>It routes on its memory of what it sent where, not on the caches themselves: "
+                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
+                 f"were not there.</p>")
+    return text
+
+
+def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
+    """Rows of the slowest requests (id, arrival, replica, cached share, TTFT), each with an explain button."""
+    slow = sorted(range(len(result.records)), key=lambda i: (-result.records[i].ttft_ms, i))[:n]
+    rows = []
+    for i in slow:
+        r = result.records[i]
+        cached = r.cached_tokens / r.prompt_tokens if r.prompt_tokens else 0.0
+        rows.append(f"<tr><td>{i}</td><td>{r.arrival_s:.1f} s</td><td>{r.replica}</td><td>{cached:.0%}</td>"
+                    f"<td>{r.ttft_ms:,.0f} ms</td><td><button type=\"button\" data-action=\"explain\" "
+                    f"data-request=\"{i}\" aria-label=\"What the router saw for request {i}\">Why?</button></td></tr>")
+    return ("<table><caption>Slowest requests</caption><thead><tr><th scope=\"col\">Request</th>"
+            "<th scope=\"col\">Arrived</th><th scope=\"col\">Replica</th><th scope=\"col\">Cached</th>"
+            "<th scope=\"col\">TTFT</th><th scope=\"col\"></th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def explain_html(seen: dict[str, Any] | None) -> str:
+    """One routing decision as the router saw it, with every replica's counterfactual TTFT."""
+    if seen is None:
+        return ""
+    head = (f"<h3>What the router saw: request {seen['request']}</h3>"
+            f"<p>At {seen['arrival_s']:g} s, {seen['prompt_tokens']:,} prompt tokens; "
+            f"{html.escape(ROUTERS[seen['router']].label)} ({html.escape(seen['view'])} view) chose replica "
+            f"{seen['chosen']}." + (f" Its score: {html.escape(seen['score'])}." if seen["score"] else "") + "</p>")
+    rows = []
+    for r in seen["replicas"]:
+        chosen = " class=\"chosen\"" if r["replica"] == seen["chosen"] else ""
+        score = "" if r["score"] is None else f"{r['score']:g}"
+        rows.append(f"<tr{chosen}><td>{r['replica']}</td><td>{r['believed_tokens']:,}</td><td>{r['actual_tokens']:,}</td>"
+                    f"<td>{r['backlog_s']:.3f} s</td><td>{r['in_flight']}</td><td>{score}</td>"
+                    f"<td>{r['ttft_ms']:,.0f} ms</td></tr>")
+    table = ("<table><thead><tr><th scope=\"col\">Replica</th><th scope=\"col\">Believed cached</th>"
+             "<th scope=\"col\">Actually cached</th><th scope=\"col\">Backlog</th><th scope=\"col\">In flight</th>"
+             "<th scope=\"col\">Score</th><th scope=\"col\">TTFT if sent there</th></tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table>")
+    regret = (f"<p>The best other choice was replica {seen['best_alternative']}: "
+              f"{seen['regret_ms']:,.0f} ms sooner.</p>" if seen["regret_ms"] > 0
+              else "<p>No other replica would have answered sooner.</p>")
+    return head + table + regret

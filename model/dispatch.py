@@ -1,0 +1,63 @@
+"""Routing as both modes do it: a policy, what it knows, decisions forced from outside, how wrong it was.
+
+A `Dispatcher` belongs to one run. For each request it makes the `View`
+(the exact trees, or with `router.view=approximate` the router's own
+`Memory`), asks the policy to choose (unless `force` names the replica, for
+counterfactuals; the policy still chooses, so its own state moves as it
+would), tells `watch` of the decision, and then, with the approximate view,
+counts how many of the tokens it believed cached were not there and
+remembers what it sent. The engines do the rest.
+"""
+
+from collections.abc import Callable, Sequence
+
+from .config import Scenario
+from .memory import Memory
+from .metrics import ratio
+from .routers import Routable, View, make_router
+from .traffic import Request
+
+__all__ = ["Dispatcher", "held_elsewhere"]
+
+
+class Dispatcher:
+    """One run's router: choose a replica per request, keeping the router's memory and its errors."""
+
+    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated")
+
+    def __init__(self, scenario: Scenario, force: dict[int, int] | None = None) -> None:
+        r = scenario.router
+        self.kind = r.kind
+        self.policy = make_router(scenario)
+        self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" else None
+        self.force = force or {}  # request id -> replica, overriding the policy
+        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.believed = 0  # tokens the router believed cached on the replicas it chose
+        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
+
+    def route(self, request: Request, replicas: Sequence[Routable], now: float) -> tuple[View, int]:
+        """The view the decision was made on, and the replica chosen."""
+        view = View(request, replicas, now, self.memory)
+        index = self.force.get(request.id, self.policy.choose(view))
+        if not 0 <= index < len(replicas):
+            raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")
+        if self.watch is not None:
+            self.watch(view, index)
+        if self.memory is not None:
+            believed = view.matched(index)
+            self.believed += believed
+            self.overestimated += max(0, believed - view.actual(index))
+            self.memory.sent(index, request.keys, request.sizes, now)
+        return view, index
+
+    def overestimate(self) -> float:
+        """Share of the tokens the router believed cached, on the replicas it chose, that were not there."""
+        return ratio(self.overestimated, self.believed)
+
+
+def held_elsewhere(view: View, index: int) -> int:
+    """Most tokens of the request another replica's tree held at routing (0 if the chosen one holds all it can)."""
+    request, replicas = view.request, view.replicas
+    if not replicas[index].cache or view.actual(index) >= request.cacheable_tokens:  # no one can hold more
+        return 0
+    return max((view.actual(i) for i in range(len(replicas)) if i != index), default=0)
