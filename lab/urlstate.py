@@ -26,6 +26,7 @@ Values are percent-encoded, except for the characters event lists use
 `unquote`, never as a form, so it never turns into a space.
 """
 
+import math
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
@@ -102,10 +103,16 @@ def read_hash(text: str, base: Scenario | None = None, *, schema: int = SCHEMA,
             scenario = _with_events(scenario, value, notices)
             continue
         try:
-            scenario = scenario.with_text({key: value})
+            candidate = scenario.with_text({key: value})
         except ScenarioError as exc:
             default = format_text(key, scenario.get(key))
             notices.append(f"Ignored {key}={_clip(value)}: {_reason(exc)} Using {default}.")
+            continue
+        if candidate.get(key) == math.inf:  # an unlimited cache: the command line's, no slider shows it
+            notices.append(f"Ignored {key}={_clip(value)}: the page has no unlimited setting (the command line "
+                           f"has). Using {format_text(key, scenario.get(key))}.")
+            continue
+        scenario = candidate
     return HashState(scenario, page, capped(notices), version)
 
 

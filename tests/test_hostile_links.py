@@ -73,3 +73,12 @@ def test_any_hash_gives_a_page_within_budget_and_no_markup_of_its_own(text):
     for patch in view["patches"]["dom"].values():
         markup = patch.get("html", "")
         assert not TAGS.search(markup), markup[:200]  # only the page's own tags: whatever the link said is escaped
+
+
+def test_an_unlimited_memory_in_a_link_is_refused_by_the_page_with_a_notice():
+    import json
+
+    view = handle({"hash": "fleet.memory_gb=none&fleet.replicas=3"})
+    json.dumps(view, allow_nan=False)  # the worker's JSON.parse cannot read Infinity
+    assert "fleet.memory_gb" not in view["hash"] and "fleet.replicas=3" in view["hash"]
+    assert any("no unlimited setting" in n for n in view["notices"])
