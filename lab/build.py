@@ -308,6 +308,8 @@ def _write_pages(out: Path, wheel: str) -> None:
         "events": dom["#events-list"]["html"],
         "readout": dom["#readout"]["text"],
         "missions": dom["#missions"]["html"],
+        "router_info": dom["#router-info"]["html"],
+        "slowest": dom["#slowest"]["html"],
     }
     cdn = f"https://cdn.holoviz.org/panel/{panel.__version__}/dist/"
     for filename, make in (("index.html", lab_page), ("embed.html", embed_page)):

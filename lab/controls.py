@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from model import BURST_FACTOR, EVENT_MAX_DURATION_S, ROUTERS, Scenario, format_text, spec_of
+from model import BURST_FACTOR, EVENT_MAX_DURATION_S, PRESETS, ROUTERS, Scenario, format_text, spec_of
 
 __all__ = ["CONTROLS", "EVENT_INPUTS", "Control", "EventInput", "control_patches", "event_input_patches",
            "read_controls", "read_event_inputs"]
@@ -86,6 +86,18 @@ CONTROLS = (
     Control("router.kind", "Router", "select", labels=tuple(r.label for r in ROUTERS.values())),
     Control("router.spill_threshold_s", "Spill threshold (s of backlog)", "slider",
             enabled_when=("router.kind", "cache_aware"), off_label="Never spill (always follow the cache)"),
+    Control("router.view", "What the router knows", "buttons", labels=("The caches", "Its own memory")),
+    Control("router.view_ttl_s", "Router forgets after (s)", "slider", enabled_when=("router.view", "approximate"),
+            off_label="Never forget"),
+    Control("router.load_factor", "Load bound (× a fair share)", "slider", enabled_when=("router.kind", "bounded_hash")),
+    Control("router.load_multiple", "Reroute past (× median load)", "slider",
+            enabled_when=("router.kind", "prefix_load_aware")),
+    Control("router.cache_threshold", "Follow a match covering more than", "slider", enabled_when=("router.kind", "sglang")),
+    Control("router.balance_abs_threshold", "Imbalanced past a spread of (requests)", "slider",
+            enabled_when=("router.kind", "sglang")),
+    Control("router.balance_rel_threshold", "…and a ratio of", "slider", enabled_when=("router.kind", "sglang")),
+    Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox"),
+    Control("hardware.preset", "Model and GPU", "select", labels=tuple(p.label for p in PRESETS.values())),
     Control("dynamic_text", "Dynamic text in the prompt", "buttons",
             labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices)),
     Control("traffic.session_rate", "New sessions per second", "slider"),

@@ -86,6 +86,8 @@ def explain_html(seen: dict[str, Any] | None) -> str:
     """One routing decision as the router saw it, with every replica's counterfactual TTFT."""
     if seen is None:
         return ""
+    if "error" in seen:
+        return f"<p>{html.escape(seen['error'])}</p>"
     head = (f"<h3>What the router saw: request {seen['request']}</h3>"
             f"<p>At {seen['arrival_s']:g} s, {seen['prompt_tokens']:,} prompt tokens; "
             f"{html.escape(ROUTERS[seen['router']].label)} ({html.escape(seen['view'])} view) chose replica "

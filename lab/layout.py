@@ -91,10 +91,10 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     return fig
 
 
-def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dist")) -> list[Any]:
+def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dist", "memory")) -> list[Any]:
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(data[name]["data"], name=name)
-               for name in ("src:ttft", "src:hit", "src:backlog", "src:events", "src:dist")}
+               for name in ("src:ttft", "src:hit", "src:backlog", "src:events", "src:dist", "src:memory")}
     events = sources["src:events"]  # shared by the time charts: events shade each of them
     out = []
     if "ttft" in which:
@@ -115,6 +115,15 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
         f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
         f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
         f.add_tools(HoverTool(tooltips=[("", "@label")]))
+        out.append(f)
+    if "memory" in which:
+        f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
+        f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
+                      alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+        f.legend.location = "top_left"
+        f.legend.background_fill_alpha = 0.6
+        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
+                              mode="vline"))
         out.append(f)
     for f in out:  # y ranges follow the data, not the event shading drawn on its own 0..1 range
         f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]

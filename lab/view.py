@@ -32,9 +32,9 @@ from types import MappingProxyType
 from typing import Any
 
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, generate, simulate
+from model import Result, Scenario, ScenarioError, TooManyRequests, explain, generate, simulate
 
-from . import missionview
+from . import fleetview, missionview
 from .controls import control_patches, event_input_patches, read_controls, read_event_inputs
 from .urlstate import capped, read_hash, write_hash
 
@@ -54,6 +54,12 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 EVENT_COLOURS = {"timestamp": "#d62728", "surge": "#9467bd", "burst": "#ff7f0e"}
 EVENT_NAMES = {"timestamp": "Timestamp at the top", "surge": "Tenant surge", "burst": "Burst"}
 PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
+SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2.5 times as much
+
+
+def budget(scenario: Scenario) -> int:
+    """Requests the page simulates per change at most, for this scenario's mode."""
+    return SERVING_BUDGET if scenario.fleet.decode else PAGE_BUDGET
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,7 @@ class Derived:
     verdict: Verdict | None  # the setup scored on it
     progress: dict[str, int]  # the state's progress with this verdict's stars counted
     open_ids: frozenset[str]  # missions the player may open, after this verdict
+    seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
 
 
 # -- entry points ------------------------------------------------------------
@@ -118,12 +125,23 @@ def update(state: State, request: Mapping[str, Any]) -> State:
     controls, action = request.get("controls"), request.get("action")
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
+        state = dataclasses.replace(state, page={k: v for k, v in state.page.items() if k != "explain"})
     if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
         scenario, page, progress = missionview.apply_action(action, state.scenario, state.page, state.progress)
         state = dataclasses.replace(state, scenario=scenario, page=page, progress=progress)
+    elif isinstance(action, dict) and action.get("type") == "explain":
+        state = _with_explain(state, action.get("request"))
     elif isinstance(action, dict) and action:
         state = _with_event_action(state, action)
     return state
+
+
+def _with_explain(state: State, request: Any) -> State:
+    """Ask what the router saw for one request (`explain=<id>` in the URL), or close that panel (None)."""
+    page = {k: v for k, v in state.page.items() if k != "explain"}
+    if isinstance(request, int) and not isinstance(request, bool) and request >= 0:
+        page["explain"] = str(request)
+    return dataclasses.replace(state, page=page)
 
 
 def settle(state: State) -> State:
@@ -172,7 +190,7 @@ def _with_event_action(state: State, action: Mapping[str, Any]) -> State:
 
 
 def _within_budget(state: State) -> State:
-    """Keep the page responsive: a setup sending more than `PAGE_BUDGET` requests is shown at the lab's size.
+    """Keep the page responsive: a setup sending more than `budget()` requests is shown at the lab's size.
 
     The requests are counted, not estimated (overlapping bursts multiply the
     rate), and the count stops as soon as it passes the budget. Setups at
@@ -180,12 +198,13 @@ def _within_budget(state: State) -> State:
     lab's own sizes, skip the count.
     """
     scenario = state.scenario
+    limit = budget(scenario)
     t = scenario.traffic
     rough = t.session_rate * scenario.duration_s * t.turns_mean
-    if not scenario.events_of("burst") and rough <= PAGE_BUDGET / 2:
+    if not scenario.events_of("burst") and rough <= limit / 2:
         return state
     try:
-        generate(scenario, limit=PAGE_BUDGET)
+        generate(scenario, limit=limit)
         return state
     except TooManyRequests:
         pass
@@ -196,25 +215,37 @@ def _within_budget(state: State) -> State:
     smaller = scenario.with_values({**size, "events": kept})
     without = "its events"
     try:
-        generate(smaller, limit=PAGE_BUDGET)
+        generate(smaller, limit=limit)
     except TooManyRequests:  # its bursts alone multiply the rate past the budget
         smaller = scenario.with_values({**size, "events": [e for e in kept if e.kind != "burst"]})
         without = "its events, bursts left out"
     return dataclasses.replace(state, scenario=smaller).noting(
-        f"That setup sends more than {PAGE_BUDGET:,} requests, more than the page simulates per change; showing it "
+        f"That setup sends more than {limit:,} requests, more than the page simulates per change; showing it "
         f"at the lab's duration and rate with {without}. The command line (prefix-lab run) runs setups of any size.")
 
 
 # -- what follows from it --------------------------------------------------------
 
 def derive(state: State) -> Derived:
-    """Simulate the state's scenario and score it on the chosen mission."""
-    result = simulate(state.scenario, limit=PAGE_BUDGET)  # settle() kept it within: this bounds the work regardless
+    """Simulate the state's scenario, score it on the chosen mission, and explain a decision if asked."""
+    result = simulate(state.scenario, limit=budget(state.scenario))  # settle() kept it within; this bounds it anyway
     mission, _ = missionview.chosen(state.page, state.progress)
     verdict = None if mission is None else score(mission, state.scenario, result)
     progress = missionview.with_stars(state.progress, mission, verdict)
     return Derived(result, _summary(result), mission, verdict, progress,
-                   missionview.open_missions(progress, state.page))
+                   missionview.open_missions(progress, state.page), _seen(state, result))
+
+
+def _seen(state: State, result: Result) -> dict[str, Any] | None:
+    """`explain(...)` for the request `explain=` names, when it exists and every request was served."""
+    text = state.page.get("explain", "")
+    if not text.isdigit() or int(text) >= result.requests:
+        return None
+    if result.rejected:
+        return {"error": f"Request {text} cannot be explained here: this setup refused {result.rejected:,} requests "
+                         "too big for a replica's memory, so the requests are not one per number. Give the replicas "
+                         "more memory."}
+    return explain(state.scenario, int(text))
 
 
 def _summary(result: Result) -> dict:
@@ -248,8 +279,15 @@ def patches(state: State, derived: Derived) -> dict:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
-    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in capped(state.notices))}
+    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
+    dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     dom["#readout"] = {"text": _readout(scenario, derived.result)}
+    serving = fleetview.serving_html(derived.result)
+    dom["#serving"] = {"html": serving, "hidden": not serving}
+    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
+    dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
+    explained = fleetview.explain_html(derived.seen)
+    dom["#explain"] = {"html": explained, "hidden": not explained}
     return {"bokeh": bokeh, "dom": dom}
 
 
@@ -274,6 +312,7 @@ def _chart_patches(scenario: Scenario, result: Result) -> dict[str, dict]:
             "label": [EVENT_NAMES[e.kind] for e in ev],
         }},
         "src:dist": {"data": _histogram([r.ttft_ms for r in result.records])},
+        "src:memory": {"data": fleetview.memory_data(result)},
     }
 
 

@@ -214,8 +214,9 @@ class Routing(_Section):
                                  doc="prefix_load_aware: reroute past this many times the median in-flight count")
     cache_threshold: float = _spec(0.5, 0.0, 1.0, page=(0, 1, 0.05),
                                    doc="sglang: follow the best match only above this share of the prompt")
-    balance_abs_threshold: int = _spec(32, 0, 100_000, doc="sglang: in-flight spread (max - min) that may mean imbalance")
-    balance_rel_threshold: float = _spec(1.1, 1.0, 100.0,
+    balance_abs_threshold: int = _spec(32, 0, 100_000, page=(0, 64, 1),
+                                       doc="sglang: in-flight spread (max - min) that may mean imbalance")
+    balance_rel_threshold: float = _spec(1.1, 1.0, 100.0, page=(1, 3, 0.05),
                                          doc="sglang: imbalanced also needs max in flight above min times this")
 
 
