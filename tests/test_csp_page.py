@@ -41,7 +41,7 @@ def test_every_control_works_under_the_policy(page, server, guarded):
     assert "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
     page.wait_for_function(READY, timeout=60_000)
 
-    page.locator("select").first.select_option(label="Cache-aware")
+    page.get_by_role("combobox", name="Router").first.select_option(label="Cache-aware")
     wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
     press(page, "Replicas", "ArrowRight", "fleet.replicas=5")
     press(page, "Prefix memory", "ArrowLeft", "fleet.memory_gb=3.75")

@@ -54,7 +54,7 @@ def test_first_paint_already_has_the_default_numbers(page, server, guarded):
 
 def test_controls_change_the_numbers_to_what_the_cli_gives(fresh_lab):
     page = fresh_lab
-    page.locator("select").select_option(label="Cache-aware")
+    page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
     wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
     assert metrics(page) == expected_metrics("router.kind=cache_aware")
 
@@ -77,7 +77,7 @@ def test_spill_threshold_is_only_active_for_cache_aware(fresh_lab):
     handle = slider(page, "Spill threshold")
     assert handle.evaluate("e => e.closest('[disabled]') !== null || e.getRootNode().host.hasAttribute('disabled')"
                            " || e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
-    page.locator("select").select_option(label="Cache-aware")
+    page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
     wait_ready_with(page, "location.hash.includes('router.kind=cache_aware')")
     assert not handle.evaluate("e => e.getRootNode().querySelector('.noUi-target')?.hasAttribute('disabled')")
 
@@ -115,7 +115,7 @@ def test_url_state_round_trips(page, server):
     expected = expected_metrics("fleet.replicas=8", "router.kind=cache_aware", "dynamic_text=bottom",
                                 "events=burst@60+30x3")
     assert metrics(page) == expected
-    assert page.locator("select").input_value() == "Cache-aware"
+    assert page.get_by_role("combobox", name="Router").input_value() == "Cache-aware"
     assert slider(page, "Replicas").get_attribute("aria-valuenow") == "8.0"
     page.reload()
     page.wait_for_function(READY, timeout=60_000)
@@ -153,7 +153,7 @@ def test_embed_page_reports_its_height_and_follows_the_url(guarded, server):
     embedded.wait_for_function(READY, timeout=60_000)
     assert metrics(embedded) == expected_metrics("router.kind=cache_aware")
     assert max(host.evaluate("window.heights")) > 300
-    frame.locator("select").select_option(label="Round robin")
+    frame.get_by_role("combobox", name="Router").select_option(label="Round robin")
     embedded.wait_for_function(f"({READY}) && location.hash.includes('round_robin')", timeout=30_000)
     assert metrics(embedded) == expected_metrics("router.kind=round_robin")
 
