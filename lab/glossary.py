@@ -1,0 +1,86 @@
+"""The words the page uses, each explained once.
+
+`GLOSSARY` holds one `Entry` per thing a newcomer may not know: a control
+(named by its scenario key), a headline number (by its result key), a router
+(by its `router.kind` value) or a plain term. The help line under each
+control, the tip on each headline number, the router's line (which follows
+the menu) and the page's "Words used here" list all read it, so a word is
+explained the same way everywhere. `explain(name)` is the text for one.
+
+Standard library only: this runs in the browser too.
+"""
+
+from dataclasses import dataclass
+
+__all__ = ["GLOSSARY", "Entry", "explain", "term"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str  # scenario key, result key, router kind, or a term of its own
+    term: str  # the word as the page writes it
+    text: str  # one or two short sentences, for someone new to serving LLMs
+
+
+GLOSSARY: tuple[Entry, ...] = (
+    # headline numbers
+    Entry("hit_rate", "Hit rate", "Of all the prompt tokens sent, the share a replica already held in its prefix "
+          "cache, so it skipped their prefill."),
+    Entry("ttft", "TTFT", "Time to first token: from a request's arrival until its answer can start. Here that is "
+          "time in the queue plus prefill (decode is not modelled)."),
+    Entry("ttft_p50_ms", "TTFT p50", "The median time to first token: half of the requests waited less than this."),
+    Entry("ttft_p99_ms", "TTFT p99", "The tail: one request in a hundred waited longer than this for its first token."),
+    Entry("throughput_rps", "Throughput", "Requests answered per second over the run."),
+    Entry("session", "Session and request", "A session is one chat. Each of its turns is one request, whose prompt "
+          "repeats the system prompt and the whole conversation so far; a session sends about four."),
+    Entry("backlog", "Backlog", "Seconds of prefill work waiting in a replica's queue."),
+    # controls
+    Entry("fleet.cache", "Prefix cache", "Keeps the KV of prompts a replica has read, so a prompt that starts the "
+          "same way skips that part of prefill."),
+    Entry("fleet.memory_gb", "Prefix memory", "Memory per replica for the prefix cache; 1 GB holds 8,192 tokens. When "
+          "full, the least recently used branch tips are dropped."),
+    Entry("fleet.replicas", "Replicas", "Copies of the model behind the router, each with its own GPU and its own "
+          "prefix cache."),
+    Entry("router.kind", "Router", "Chooses the replica for each request."),
+    Entry("router.spill_threshold_s", "Spill threshold", "Cache-aware routing follows the longest cached match unless "
+          "that replica's backlog is this many seconds above the least busy one's; then the request spills there."),
+    Entry("dynamic_text", "Dynamic text", "Text that differs per request, such as a timestamp. At the top it sits 200 "
+          "tokens into the system prompt and nothing after it can match; at the bottom only the last bit differs."),
+    Entry("traffic.session_rate", "New sessions per second", "How many chats start each second; each sends about "
+          "four requests."),
+    Entry("seed", "Seed", "Fixes every random choice: the same seed replays exactly the same traffic."),
+    Entry("events", "Events", "A timestamp injected at the top of every prompt from a time on, a tenant surge (forty "
+          "system prompts instead of six) or a burst (arrivals several times faster) for a while."),
+    # routers, by `router.kind` value
+    Entry("round_robin", "Round robin", "Takes turns: request n goes to replica n mod the number of replicas."),
+    Entry("random", "Random", "Picks any replica at random."),
+    Entry("least_loaded", "Least loaded", "Sends each request to the replica with the shortest backlog."),
+    Entry("consistent_hash", "Consistent hash", "Always sends a system prompt to the same replica (its place on a "
+          "hash ring), however busy that replica is."),
+    Entry("cache_aware", "Cache-aware", "Sends a request where the longest part of its prompt is cached, unless "
+          "that replica is too far behind (the spill threshold)."),
+    Entry("power_of_two", "Power of two", "Draws two replicas at random and takes the less busy one."),
+    Entry("bounded_hash", "Bounded-load hash", "Consistent hashing, but a replica already carrying more than its "
+          "share passes the request to the next one on the ring."),
+    Entry("prefix_load_aware", "Prefix + load fallback", "Follows the cached prefix while loads are even, and the "
+          "least busy replica once they are not."),
+    Entry("sglang", "SGLang router", "SGLang's cache-aware router: balances load first, then picks the best cached "
+          "match, else the replica with the smallest tree."),
+    Entry("cost", "Lowest estimated TTFT", "Estimates each replica's wait plus the prefill of what it lacks, and "
+          "picks the lowest."),
+)
+
+_BY_NAME = {e.name: e for e in GLOSSARY}
+_ALIASES = {"replica_count": "fleet.replicas"}  # the headline's replica count is the control's number
+
+
+def explain(name: str) -> str:
+    """The explanation of `name` (a key, a result key, a router kind or a term); empty if there is none."""
+    entry = _BY_NAME.get(_ALIASES.get(name, name))
+    return entry.text if entry else ""
+
+
+def term(name: str) -> str:
+    """The word the page uses for `name`."""
+    entry = _BY_NAME.get(_ALIASES.get(name, name))
+    return entry.term if entry else name
