@@ -196,6 +196,8 @@ def _write_pages(out: Path, wheel: str) -> None:
         "readout": dom["#readout"]["text"],
         "missions": dom["#missions"]["html"],
     }
+    from .site import page_variables  # static/site.toml's title, links and footer; the glossary; chart captions
+    variables.update(page_variables(view))
     cdn = f"https://cdn.holoviz.org/panel/{panel.__version__}/dist/"
     for filename, make in (("index.html", lab_page), ("embed.html", embed_page)):
         template = make(view)

@@ -33,7 +33,7 @@ from typing import Any
 
 from model import BURST_FACTOR, EVENT_MAX_DURATION_S, ROUTERS, Event, Scenario, format_text, spec_of
 
-from .glossary import explain
+from .glossary import brief
 
 __all__ = ["CONTROLS", "EVENT_INPUTS", "EVENT_NAMES", "Control", "EventInput", "check_event_inputs", "control_of",
            "control_patches", "describe", "describe_event", "event_input_patches", "for_people", "read_controls"]
@@ -84,11 +84,11 @@ class Control:
         return self.short or self.label
 
     def help(self, scenario: Scenario | None = None) -> str:
-        """The help line: the glossary's; a menu's names its chosen option too."""
+        """The help line, from the glossary; a menu's explains its chosen option."""
         if self.widget == "select" and scenario is not None:
             value = scenario.get(self.key)
-            return f"{self.labels[self.options.index(value)]}: {explain(value)}"
-        return explain(self.key)
+            return f"{self.labels[self.options.index(value)]}: {brief(value)}"
+        return brief(self.key)
 
     def show(self, value: Any) -> str:
         """A value as people read it: on, Cache-aware, 4 GB, off."""
@@ -301,8 +301,9 @@ def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -
         elif c.widget == "slider":
             shown = c.default if value is None else value
             start, end, _ = c.range
-            # value_throttled too: it is what a slider announces when let go, and it must start from here
-            patch = {"value": shown, "value_throttled": shown, "start": min(start, shown), "end": max(end, shown)}
+            # value_throttled is what a slider announces when let go; emptied, so that letting go anywhere
+            # (even where the view last put it) announces a change
+            patch = {"value": shown, "value_throttled": None, "start": min(start, shown), "end": max(end, shown)}
         else:  # a menu, or a number typed in: no range to stretch
             patch = {"value": value}
         out[c.name] = {**patch, "disabled": not enabled or value is None}

@@ -39,6 +39,7 @@ from missions import MISSIONS, Mission, Verdict, changed_fixed_keys, find_missio
 from model import Scenario
 
 from .controls import control_of, describe, describe_event
+from .glossary import term
 from .urlstate import read_hash, write_hash
 
 __all__ = ["ACTIONS", "Memo", "Play", "apply_action", "chosen", "chip_html", "open_missions", "panel_html",
@@ -219,7 +220,8 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
     if mission is not None:
         items.append('<li><button type="button" class="mission free" data-action="select_mission" data-mission="">'
                      'Free play</button></li>')
-    head = ('<div class="mission-head"><h2 tabindex="-1"' + ("" if mission else " data-autofocus") + '>Missions</h2>'
+    lead = mission is None and not play.asking  # where focus goes if the button that had it is gone
+    head = ('<div class="mission-head"><h2 tabindex="-1"' + (" data-autofocus" if lead else "") + '>Missions</h2>'
             f'{_reset(play)}</div>')
     listed = f'<ol class="mission-list{" compact" if mission else ""}">{"".join(items)}</ol>'
     if mission is None or verdict is None:
@@ -285,7 +287,8 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) 
                        'Replay my best</button>')
     if play.memo.back is not None:
         buttons.append('<button type="button" data-action="go_back">Back to my setup</button>')
-    return (f'<h3 tabindex="-1" data-autofocus>{number}. {html.escape(mission.title)}</h3>{verdict_html}'
+    return (f'<h3 tabindex="-1"{"" if play.asking else " data-autofocus"}>{number}. {html.escape(mission.title)}</h3>'
+            f'{verdict_html}'
             f'<p class="brief">{html.escape(mission.brief)}</p><ul class="levels">{levels}</ul>'
             f'<p class="allowed"><strong>You change:</strong> {html.escape(allowed)}.'
             + (f' <strong>Fixed:</strong> {html.escape(fixed_words)}.' if fixed_words else "") + '</p>'
@@ -294,7 +297,7 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) 
 
 def _words(key: str) -> str:
     c = control_of(key)
-    return c.words if c is not None else key.replace("_", " ").split(".")[-1]
+    return c.words if c is not None else term(key)
 
 
 def _fixed_words(start: Scenario, keys: list[str]) -> str:
@@ -313,7 +316,7 @@ def chip_html(mission: Mission | None, verdict: Verdict | None) -> str:
     if mission is None or verdict is None:
         return ""
     number = next(n for n, m in enumerate(MISSIONS, 1) if m.id == mission.id)
-    state = "passed" if verdict.passed else "not passed yet"
+    state = "passed" if verdict.passed else "not yet"
     return (f'<span class="label">Mission {number}</span><span class="value">{state} '
             f'<span class="stars" aria-label="{verdict.stars} of 3 stars">{_stars(verdict.stars)}</span></span>')
 
