@@ -3,7 +3,7 @@
     .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens]
 
 Without --url it builds the site into a temporary folder and serves it with `prefix-lab serve`. The
-mission shots play mission 8 from its broken start (choosing it, then two changes), as a player would.
+mission shots play mission 8 from its broken start (choosing it, then three changes), as a player would.
 """
 
 import argparse
@@ -51,6 +51,10 @@ def shoot(url: str, out: Path) -> list[Path]:
             page.wait_for_function(f"({READY}) && !location.hash.includes('dynamic_text')", timeout=30_000)
             page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
             page.wait_for_function(f"({READY}) && location.hash.includes('cache_aware')", timeout=30_000)
+            memory = page.get_by_role("slider", name="Prefix memory per replica (GB)")
+            for _ in range(12):  # 1 GB -> 4 GB, a key press at a time: the first star
+                memory.press("ArrowRight")
+            page.wait_for_function(f"({READY}) && !location.hash.includes('memory_gb')", timeout=30_000)
             if width < 800:  # on a phone, the player scrolls down to the controls: the headline stays
                 page.get_by_role("slider", name="Replicas").scroll_into_view_if_needed()
             else:
