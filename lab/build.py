@@ -311,6 +311,12 @@ def _write_pages(out: Path, wheel: str) -> None:
         "router_info": dom["#router-info"]["html"],
         "slowest": dom["#slowest"]["html"],
     }
+    from .site import SiteFileError, page_variables  # static/site.toml's title, links and footer; the glossary
+
+    try:
+        variables.update(page_variables(view))
+    except SiteFileError as exc:
+        raise BuildError(str(exc)) from None
     cdn = f"https://cdn.holoviz.org/panel/{panel.__version__}/dist/"
     for filename, make in (("index.html", lab_page), ("embed.html", embed_page)):
         template = make(view)

@@ -15,18 +15,28 @@ and `control_patches`) and by no one else; `static/bridge.js` names none:
   the control is disabled; unticked, the key takes the control's value if
   the same change sends one, else the key's default.
 
+Each control sits in a box (tag `box:<key>`) with a help line (name
+`help:<key>`) from `lab.glossary`; a mission hides the boxes of the keys it
+keeps fixed. A slider's value is rounded to its step before the model sees
+it, so a URL never carries float noise (`3.9999999999999996`). The event
+inputs are checked against their bounds when an event is added: a value out
+of range or not a number is replaced, and the player is told what was used.
+
 Standard library and `model` only: this runs in the browser too.
 """
 
+import html
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from model import BURST_FACTOR, EVENT_MAX_DURATION_S, PRESETS, ROUTERS, Scenario, format_text, spec_of
+from model import BURST_FACTOR, EVENT_MAX_DURATION_S, PRESETS, ROUTERS, Event, Scenario, format_text, spec_of
 
-__all__ = ["CONTROLS", "EVENT_INPUTS", "Control", "EventInput", "control_patches", "event_input_patches",
-           "read_controls", "read_event_inputs"]
+from .glossary import brief
+
+__all__ = ["CONTROLS", "EVENT_INPUTS", "EVENT_NAMES", "Control", "EventInput", "check_event_inputs", "control_of",
+           "control_patches", "describe", "describe_event", "event_input_patches", "for_people", "read_controls"]
 
 WIDGETS = ("checkbox", "slider", "number", "select", "buttons")
 
@@ -41,6 +51,8 @@ class Control:
     labels: tuple[str, ...] = ()  # a menu's or a button row's text for each of the key's choices
     enabled_when: tuple[str, Any] | None = None  # (key, value): enabled only while that key holds that value
     off_label: str = ""  # a checkbox with this label sets the key to off
+    short: str = ""  # the name in a sentence ("Prefix memory 4 GB"); the label if empty
+    unit: str = ""  # written after a number, with its space: " GB"
 
     def __post_init__(self) -> None:
         if self.widget not in WIDGETS:
@@ -56,6 +68,37 @@ class Control:
     def off_name(self) -> str:
         """The tag of the off switch (with `off_label`)."""
         return self.name + ":off"
+
+    @property
+    def box_name(self) -> str:
+        """The tag of the box holding the widget, its off switch and its help line."""
+        return "box:" + self.key
+
+    @property
+    def help_name(self) -> str:
+        """The name of the help line under the widget."""
+        return "help:" + self.key
+
+    @property
+    def words(self) -> str:
+        return self.short or self.label
+
+    def help(self, scenario: Scenario | None = None) -> str:
+        """The help line, from the glossary; a menu's explains its chosen option."""
+        if self.widget == "select" and scenario is not None:
+            value = scenario.get(self.key)
+            return f"{self.labels[self.options.index(value)]}: {brief(value)}"
+        return brief(self.key)
+
+    def show(self, value: Any) -> str:
+        """A value as people read it: on, Cache-aware, 4 GB, off."""
+        if self.widget == "checkbox":
+            return "on" if value else "off"
+        if self.widget in ("select", "buttons"):
+            return self.labels[self.options.index(value)]
+        if value is None:
+            return "off"
+        return f"{value:g}{self.unit}"
 
     @property
     def prop(self) -> str:
@@ -81,28 +124,40 @@ class Control:
 
 CONTROLS = (
     Control("fleet.cache", "Prefix cache", "checkbox"),
-    Control("fleet.memory_gb", "Prefix memory per replica (GB)", "slider", enabled_when=("fleet.cache", True)),
+    Control("fleet.memory_gb", "Prefix memory per replica (GB)", "slider", enabled_when=("fleet.cache", True),
+            short="Prefix memory", unit=" GB"),
     Control("fleet.replicas", "Replicas", "slider"),
     Control("router.kind", "Router", "select", labels=tuple(r.label for r in ROUTERS.values())),
     Control("router.spill_threshold_s", "Spill threshold (s of backlog)", "slider",
-            enabled_when=("router.kind", "cache_aware"), off_label="Never spill (always follow the cache)"),
-    Control("router.view", "What the router knows", "buttons", labels=("The caches", "Its own memory")),
+            enabled_when=("router.kind", "cache_aware"), off_label="Never spill (always follow the cache)",
+            short="Spill threshold", unit=" s"),
+    Control("router.view", "What the router knows", "buttons", labels=("The caches", "Its own memory"),
+            short="Router's view"),
     Control("router.view_ttl_s", "Router forgets after (s)", "slider", enabled_when=("router.view", "approximate"),
-            off_label="Never forget"),
-    Control("router.load_factor", "Load bound (× a fair share)", "slider", enabled_when=("router.kind", "bounded_hash")),
+            off_label="Never forget", short="Router forgets after", unit=" s"),
+    Control("router.load_factor", "Load bound (× a fair share)", "slider", enabled_when=("router.kind", "bounded_hash"),
+            short="Load bound", unit="×"),
     Control("router.load_multiple", "Reroute past (× median load)", "slider",
-            enabled_when=("router.kind", "prefix_load_aware")),
-    Control("router.cache_threshold", "Follow a match covering more than", "slider", enabled_when=("router.kind", "sglang")),
+            enabled_when=("router.kind", "prefix_load_aware"), short="Reroute past", unit="× median"),
+    Control("router.cache_threshold", "Follow a match covering more than", "slider",
+            enabled_when=("router.kind", "sglang"), short="Match threshold"),
     Control("router.balance_abs_threshold", "Imbalanced past a spread of (requests)", "slider",
-            enabled_when=("router.kind", "sglang")),
-    Control("router.balance_rel_threshold", "…and a ratio of", "slider", enabled_when=("router.kind", "sglang")),
-    Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox"),
-    Control("hardware.preset", "Model and GPU", "select", labels=tuple(p.label for p in PRESETS.values())),
+            enabled_when=("router.kind", "sglang"), short="Imbalance spread"),
+    Control("router.balance_rel_threshold", "…and a ratio of", "slider", enabled_when=("router.kind", "sglang"),
+            short="Imbalance ratio", unit="×"),
+    Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox", short="Serving mode"),
+    Control("hardware.preset", "Model and GPU", "select", labels=tuple(p.label for p in PRESETS.values()),
+            short="Model and GPU"),
     Control("dynamic_text", "Dynamic text in the prompt", "buttons",
-            labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices)),
-    Control("traffic.session_rate", "New sessions per second", "slider"),
+            labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices), short="Dynamic text"),
+    Control("traffic.session_rate", "New sessions per second", "slider", short="Sessions per second"),
     Control("seed", "Seed", "number"),
 )
+_BY_KEY = {c.key: c for c in CONTROLS}
+
+
+def control_of(key: str) -> Control | None:
+    return _BY_KEY.get(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +182,11 @@ EVENT_INPUTS = (
 # -- from the widgets to the keys ------------------------------------------------
 
 def read_controls(controls: Mapping[str, Any]) -> dict[str, str]:
-    """Key -> text for each control whose widget value is in `controls` (the model judges the text)."""
+    """Key -> text for each control whose widget value is in `controls` (the model judges the text).
+
+    A slider's value is rounded to the slider's step first: Bokeh computes `start + k * step` in binary
+    floating point, and `3.9999999999999996` is no value anyone chose.
+    """
     values: dict[str, str] = {}
     for c in CONTROLS:
         if c.name in controls:
@@ -151,28 +210,104 @@ def _text(c: Control, raw: Any) -> str | None:
         return raw if raw in c.options else None
     if isinstance(raw, bool):
         return "true" if raw else "false"
-    return None if raw is None else str(raw)
+    if raw is None:
+        return None
+    number = _number(raw)
+    if c.widget in ("slider", "number") and number is not None:
+        return _on_step(c, number)
+    return str(raw)
 
 
-def read_event_inputs(inputs: Mapping[str, Any]) -> dict[str, float]:
-    """The event inputs' values by name; a missing or non-finite one takes its default."""
-    return {i.name: _number(inputs.get(i.name), i.default) for i in EVENT_INPUTS}
+def _on_step(c: Control, number: float) -> str:
+    """`number` rounded to the control's step (counted from its start), written without float noise."""
+    start, _, step = c.range
+    value = start + round((number - start) / step) * step
+    if isinstance(c.default, int) and not isinstance(c.default, bool):
+        return str(int(round(value)))
+    return repr(round(value, _decimals(step) + _decimals(start)))
 
 
-def _number(value: Any, default: float) -> float:
+def _decimals(x: float) -> int:
+    """Decimal places `x` is written with: 0.25 -> 2, 5 -> 0."""
+    text = repr(float(x))
+    return 0 if text.endswith(".0") else len(text.split(".")[1]) if "e" not in text else 12
+
+
+def check_event_inputs(inputs: Mapping[str, Any], scenario: Scenario,
+                       names: Iterable[str]) -> tuple[dict[str, float], list[str]]:
+    """The values of the event inputs `names` as used, and a sentence for each one that was replaced.
+
+    Not a number: its default. Below or above its bounds (a start must fall before the run ends): the bound.
+    """
+    values, notices = {}, []
+    for i in EVENT_INPUTS:
+        if i.name not in names:
+            continue
+        raw, high = inputs.get(i.name), (scenario.duration_s - 1 if i.high is None else i.high)
+        number = _number(raw)
+        if number is None:
+            used = i.default
+            typed = "is empty or not a number" if raw in (None, "") else f"{str(raw)[:20]!r} is not a number"
+            notices.append(f"{i.label} {typed}; used {used:g}.")
+        elif number < i.low:
+            used = i.low
+            notices.append(f"{i.label} {number:g} is below the lowest allowed, {i.low:g}; used {used:g}.")
+        elif number > high:
+            used = high
+            why = f"the run ends at {scenario.duration_s:g} s" if i.high is None else f"the most allowed is {high:g}"
+            notices.append(f"{i.label} {number:g} is too high ({why}); used {used:g}.")
+        else:
+            used = number
+        values[i.name] = used
+    return values, notices
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from a widget's value, or None."""
+    if isinstance(value, bool):
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):
-        return default
-    return number if math.isfinite(number) else default
+        return None
+    return number if math.isfinite(number) else None
+
+
+def for_people(text: str) -> str:
+    """A model message with a control's key put as its label: 'fleet.replicas: 900 ...' -> 'Replicas: 900 ...'."""
+    key, sep, rest = text.partition(": ")
+    c = _BY_KEY.get(key)
+    return f"{c.words}: {rest}" if sep and c is not None else text
+
+
+EVENT_NAMES = {"timestamp": "Timestamp at the top", "surge": "Tenant surge", "burst": "Burst"}
+
+
+def describe_event(e: Event) -> str:
+    """'Tenant surge, 40–140 s' and the like."""
+    if e.kind == "timestamp":
+        return f"{EVENT_NAMES[e.kind]} from {e.at_s:g} s"
+    if e.kind == "surge":
+        return f"{EVENT_NAMES[e.kind]}, {e.at_s:g}–{e.ends_s():g} s"
+    return f"{EVENT_NAMES[e.kind]} ×{e.factor:g}, {e.at_s:g}–{e.ends_s():g} s"
+
+
+def describe(scenario: Scenario, keys: Iterable[str]) -> list[str]:
+    """'Replicas 3', 'Router Cache-aware', ... for each control among `keys`, in the page's order."""
+    wanted = set(keys)
+    return [f"{c.words} {c.show(scenario.get(c.key))}" for c in CONTROLS if c.key in wanted]
 
 
 # -- from the keys to the widgets ------------------------------------------------
 
 def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -> dict[str, dict]:
-    """Each control's widget props for `scenario`; with `allowed` (a mission's keys) the others are disabled."""
+    """Each control's widget props for `scenario`; with `allowed` (a mission's keys) the others are disabled and
+    their boxes hidden, so that what a mission lets you change fits on one screen with its verdict."""
     out: dict[str, dict] = {}
     for c in CONTROLS:
+        out[c.box_name] = {"visible": allowed is None or c.key in allowed}
+        if c.widget == "select":  # its help line follows the chosen option
+            out[c.help_name] = {"text": html.escape(c.help(scenario))}
         value = scenario.get(c.key)
         enabled = (allowed is None or c.key in allowed) and (
             c.enabled_when is None or scenario.get(c.enabled_when[0]) == c.enabled_when[1])
@@ -183,7 +318,9 @@ def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -
         elif c.widget == "slider":
             shown = c.default if value is None else value
             start, end, _ = c.range
-            patch = {"value": shown, "start": min(start, shown), "end": max(end, shown)}
+            # value_throttled is what a slider announces when let go; emptied, so that letting go anywhere
+            # (even where the view last put it) announces a change
+            patch = {"value": shown, "value_throttled": None, "start": min(start, shown), "end": max(end, shown)}
         else:  # a menu, or a number typed in: no range to stretch
             patch = {"value": value}
         out[c.name] = {**patch, "disabled": not enabled or value is None}
@@ -192,6 +329,6 @@ def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -
     return out
 
 
-def event_input_patches(scenario: Scenario) -> dict[str, dict]:
-    """Keep an event's start inside the run."""
-    return {i.name: {"high": scenario.duration_s - 1} for i in EVENT_INPUTS if i.high is None}
+def event_input_patches(used: Mapping[str, float]) -> dict[str, dict]:
+    """Show the values an added event used (which may differ from what was typed)."""
+    return {name: {"value": value} for name, value in used.items()}

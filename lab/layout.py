@@ -3,34 +3,77 @@
 `lab_page(view)` and `embed_page(view)` return a Panel template holding the
 controls and figures, with the first view's numbers already in them (the
 same `lab.view` code the browser runs later). Widgets carry a Bokeh tag
-(`ctl:<key>`, `ctl:<key>:off`, `evt:<input>`, `act:<event kind>`), sources
-and figures a Bokeh name (`src:ttft`), which is how `static/bridge.js` finds
-them to read and patch. Which widget each key gets, its range and its
-special behaviour come from `lab.controls`; nothing here names a key. Every
-widget change calls `window.prefixLab.changed(name, value, prop)`; every
-button `window.prefixLab.action(request, input names)`: one line of JS
-each, the rest is generic.
+(`ctl:<key>`, `ctl:<key>:off`, `evt:<input>`, `act:<event kind>`), each
+control's box a tag `box:<key>` and its help line the name `help:<key>`;
+sources and figures a Bokeh name (`src:ttft`). That is how
+`static/bridge.js` finds them to read and patch. Which widget each key gets,
+its range and its special behaviour come from `lab.controls`, its help line
+from `lab.glossary`; nothing here names a key.
+
+Every widget change calls `window.prefixLab.changed(name, value, prop,
+live)`: a slider calls it with `live` while it moves and once more, settled,
+when it is let go (Bokeh's `value_throttled`); every button calls
+`window.prefixLab.action(request, input names)`. One line of JS each, the
+rest is generic. A widget's second tag, `{"aria": {"label", "description"}}`,
+is what the bridge gives assistive technology for it: Bokeh leaves sliders,
+spinner buttons and button groups unnamed.
+
+Each figure is a root of its own, so the page's CSS lays the charts out (two
+across on a wide screen, one on a phone) and each has a caption in the page
+(`#cap-<chart>`) that the view fills with its numbers.
 """
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 import panel as pn
-from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
+from bokeh.models import ColumnDataSource, Div, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
+
+from model import Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
 
 __all__ = ["embed_page", "lab_page"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{prop}, {prop!r})"
+CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{source}, {prop!r}, {live})"
 EVENT_BUTTONS = (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst"))
+CHARTS = ("ttft", "hit", "backlog", "memory", "dist")
+HELP_STYLE = {"font-size": "12px", "color": "#5b6570", "line-height": "1.35"}
+
+
+class _Released:
+    """A Panel slider whose release a JS callback can follow: Panel maps no name to Bokeh's `value_throttled`
+    (set when a handle is let go, or moved by a key), so `jscallback(value_throttled=...)` needs one; Bokeh
+    itself sets it, so it is never sent to the model."""
+
+    _rename = {"value_throttled": "value_throttled"}
+
+    def _process_param_change(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = super()._process_param_change(params)  # type: ignore[misc]
+        params.pop("value_throttled", None)
+        return params
+
+
+class FloatSlider(_Released, pn.widgets.FloatSlider):
+    _rename = {**pn.widgets.FloatSlider._rename, **_Released._rename}
+
+
+class IntSlider(_Released, pn.widgets.IntSlider):
+    _rename = {**pn.widgets.IntSlider._rename, **_Released._rename}
+
+
+def _aria(label: str, description: str = "") -> dict:
+    """The tag the bridge reads to name a widget's focusable parts."""
+    return {"aria": {"label": label, "description": description}}
 
 
 def _widget(c: Control) -> Any:
-    common: dict[str, Any] = {"name": c.label, "tags": [c.name], "sizing_mode": "stretch_width"}
+    common: dict[str, Any] = {"name": c.label, "tags": [c.name, _aria(c.label, c.help())],
+                              "sizing_mode": "stretch_width", "margin": (4, 8)}
     if c.widget == "checkbox":
         w = pn.widgets.Checkbox(**common, value=bool(c.default))
     elif c.widget == "buttons":
@@ -42,34 +85,57 @@ def _widget(c: Control) -> Any:
         if c.widget == "number":
             w = pn.widgets.IntInput(**common, start=int(start), end=int(end), step=int(step), value=c.default)
         elif isinstance(c.default, int):
-            w = pn.widgets.IntSlider(**common, start=int(start), end=int(end), step=int(step))
+            w = IntSlider(**common, start=int(start), end=int(end), step=int(step))
         else:
-            w = pn.widgets.FloatSlider(**common, start=start, end=end, step=step)
-    w.jscallback(value=CHANGED.format(name=c.name, prop=c.prop))
+            w = FloatSlider(**common, start=start, end=end, step=step)
+    if c.widget == "slider":  # moving: live; let go (or a key press): settled. One call each: Panel keeps
+        # only the last of several properties given to one jscallback.
+        w.jscallback(value=CHANGED.format(name=c.name, source="value", prop="value", live="true"))
+        w.jscallback(value_throttled=CHANGED.format(name=c.name, source="value_throttled", prop="value_throttled",
+                                                    live="false"))
+    else:
+        w.jscallback(value=CHANGED.format(name=c.name, source=c.prop, prop=c.prop, live="false"))
     return w
 
 
 def _off_switch(c: Control) -> Any:
-    box = pn.widgets.Checkbox(name=c.off_label, tags=[c.off_name])
-    box.jscallback(value=CHANGED.format(name=c.off_name, prop="active"))
+    box = pn.widgets.Checkbox(name=c.off_label, tags=[c.off_name, _aria(c.off_label)], margin=(0, 8, 4, 8))
+    box.jscallback(value=CHANGED.format(name=c.off_name, source="active", prop="active", live="false"))
     return box
 
 
-def controls(keys: tuple[str, ...] | None = None) -> pn.Column:
-    chosen = [c for c in CONTROLS if keys is None or c.key in keys]
-    items: list[Any] = []
-    for c in chosen:
+def _help(c: Control) -> Any:
+    """The control's help line: a Bokeh Div the view can rewrite (a menu's follows its choice)."""
+    return pn.pane.Bokeh(Div(text=html.escape(c.help(Scenario())), name=c.help_name, styles=HELP_STYLE,
+                             sizing_mode="stretch_width", margin=(0, 8, 6, 8)), sizing_mode="stretch_width",
+                         margin=0)
+
+
+def controls(keys: tuple[str, ...] | None = None, helped: bool = True) -> pn.Column:
+    """The controls (those for `keys`, or all), each in its box with its off switch and help line."""
+    boxes = []
+    for c in CONTROLS:
+        if keys is not None and c.key not in keys:
+            continue
+        items: list[Any] = []
         if c.widget == "buttons":  # a button group shows no title of its own
-            items.append(pn.pane.HTML(f'<div style="font-size: 13px">{c.label}</div>', margin=(6, 10, 0, 10)))
+            items.append(pn.pane.HTML(f'<div style="font-size: 13px">{html.escape(c.label)}</div>',
+                                      margin=(4, 8, 0, 8)))
         items.append(_widget(c))
         if c.off_label:
             items.append(_off_switch(c))
-    return pn.Column(*items, sizing_mode="stretch_width", margin=0)
+        if helped:
+            items.append(_help(c))
+        boxes.append(pn.Column(*items, tags=[c.box_name], sizing_mode="stretch_width", margin=0))
+    return pn.Column(*boxes, sizing_mode="stretch_width", margin=0)
 
 
 def event_controls() -> pn.Column:
-    inputs = [pn.widgets.FloatInput(name=i.label, value=i.default, start=i.low, end=i.high, step=i.step, tags=[i.name],
-                                    sizing_mode="stretch_width", min_width=70) for i in EVENT_INPUTS]
+    # No start/end on the inputs: Bokeh would silently keep its old value for one out of range, and the
+    # view could not say what it used instead. The view checks them against EVENT_INPUTS' bounds.
+    inputs = [pn.widgets.FloatInput(name=i.label, value=i.default, step=i.step, tags=[i.name, _aria(i.label)],
+                                    sizing_mode="stretch_width", min_width=0, margin=(5, 4))
+              for i in EVENT_INPUTS]
     names = json.dumps([i.name for i in EVENT_INPUTS])
     buttons = []
     for kind, label in EVENT_BUTTONS:
@@ -77,12 +143,13 @@ def event_controls() -> pn.Column:
                               sizing_mode="stretch_width", margin=(5, 4))
         b.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'add_event', kind: '{kind}'}}, {names})")
         buttons.append(b)
-    return pn.Column(pn.Row(*inputs, sizing_mode="stretch_width", margin=0), buttons[0], pn.Row(*buttons[1:], margin=0),
-                     sizing_mode="stretch_width", margin=0)
+    return pn.Column(pn.GridBox(*inputs, ncols=len(inputs), sizing_mode="stretch_width", margin=(0, 6)), buttons[0],
+                     pn.Row(*buttons[1:], sizing_mode="stretch_width", margin=0),
+                     tags=["box:events"], sizing_mode="stretch_width", margin=0)
 
 
-def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, height: int = 210) -> Any:
-    fig = figure(title=title, name=name, height=height, sizing_mode="stretch_width",
+def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, height: int = 230) -> Any:
+    fig = figure(title=title, name=name, height=height, sizing_mode="stretch_width", min_width=260,
                  toolbar_location=None, x_axis_label="time (s)", y_axis_label=y_label)
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
@@ -91,31 +158,35 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     return fig
 
 
-def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dist", "memory")) -> list[Any]:
+def figures(view: dict, which: tuple[str, ...] = CHARTS) -> dict[str, Any]:
+    """The charts named in `which`, by name, drawn from the view's first data."""
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(data[name]["data"], name=name)
                for name in ("src:ttft", "src:hit", "src:backlog", "src:events", "src:dist", "src:memory")}
     events = sources["src:events"]  # shared by the time charts: events shade each of them
-    out = []
+    out = {}
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
         f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
         f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
-        f.legend.location = "top_left"
-        f.legend.background_fill_alpha = 0.6
+        f.legend.orientation = "horizontal"
+        f.legend.border_line_alpha = 0
+        f.legend.padding = 2
+        f.legend.margin = 0
+        f.add_layout(f.legend[0], "above")  # above the plot, never over the lines
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
-        out.append(f)
+        out["ttft"] = f
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
         f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
-        out.append(f)
+        out["hit"] = f
     if "backlog" in which:
         f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
         f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
         f.add_tools(HoverTool(tooltips=[("", "@label")]))
-        out.append(f)
+        out["backlog"] = f
     if "memory" in which:
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
         f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
@@ -124,11 +195,11 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
         f.legend.background_fill_alpha = 0.6
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
                               mode="vline"))
-        out.append(f)
-    for f in out:  # y ranges follow the data, not the event shading drawn on its own 0..1 range
+        out["memory"] = f
+    for f in out.values():  # y ranges follow the data, not the event shading drawn on its own 0..1 range
         f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
     if "dist" in which:
-        f = figure(title="TTFT distribution", name="fig:dist", height=210, sizing_mode="stretch_width",
+        f = figure(title="TTFT distribution", name="fig:dist", height=230, sizing_mode="stretch_width", min_width=260,
                    toolbar_location=None, x_axis_type="log", x_axis_label="TTFT (ms, log scale)",
                    y_axis_label="% of requests")
         f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
@@ -138,7 +209,7 @@ def figures(view: dict, which: tuple[str, ...] = ("ttft", "hit", "backlog", "dis
         # 1-2-5 steps read well on a log axis; Bokeh's default crowds the upper decades.
         f.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(0, 6) for m in (1, 2, 5)],
                                      minor_ticks=[m * 10 ** e for e in range(0, 6) for m in range(1, 10)])
-        out.append(f)
+        out["dist"] = f
     return out
 
 
@@ -167,8 +238,8 @@ def lab_page(view: dict) -> pn.Template:
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
     template.add_panel("events", event_controls())
-    figs = figures(view)
-    template.add_panel("charts", pn.GridBox(*figs, ncols=2, sizing_mode="stretch_width"))
+    for name, fig in figures(view).items():
+        template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
     return template
 
 
@@ -177,9 +248,9 @@ EMBED_KEYS = ("fleet.cache", "fleet.replicas", "router.kind", "dynamic_text")
 
 def embed_page(view: dict) -> pn.Template:
     template = pn.Template((STATIC / "embed.html.j2").read_text(encoding="utf-8"), nb_template=None)
-    ctl = controls(EMBED_KEYS)
+    ctl = controls(EMBED_KEYS, helped=False)
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
-    figs = figures(view, which=("ttft", "hit"))
-    template.add_panel("charts", pn.Column(*figs, sizing_mode="stretch_width", margin=0))
+    for name, fig in figures(view, which=("ttft", "hit")).items():
+        template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
     return template

@@ -1,37 +1,83 @@
-"""The missions panel of the page: which mission is chosen, which are open, how the setup scores.
+"""The missions panel of the page: which mission is chosen, which are open, what a player earns.
 
 Pure functions: none changes its arguments, each returns new values. Run by
 `lab.view`, in the browser under Pyodide and at build time.
 
-Progress is the best stars by mission id, kept by the browser in
-localStorage (`prefix-lab:progress`) and sent with every request. It is
-keyed by id, never by position: an id the catalog does not know (a mission
-of a later version of the lab) is kept and handed back untouched, but shown
-nowhere. A mission opens when every mission it `requires` has a star, or all
-at once with `#unlock=all` for a workshop facilitator. The chosen mission is
+What the browser keeps for the player, in localStorage, and sends with every
+request:
+
+- progress (`prefix-lab:progress`): the best stars by mission id. Keyed by
+  id, never by position: an id the catalog does not know (a mission of a
+  later version of the lab) is kept and handed back untouched, but shown
+  nowhere.
+- the memo (`prefix-lab:memo`, a `Memo`): the setup that earned each
+  mission's best stars (`best`, for "Replay my best"), the hashes the page
+  wrote while a mission was being played (`played`), and the setup before the
+  player chose a mission (`back`).
+
+A mission opens when every mission it `requires` has a star, or all at once
+with `#unlock=all` for a workshop facilitator. The chosen mission is
 `#mission=<id>` in the URL, so a link opens it; while a mission is chosen,
 only the keys it allows stay enabled.
+
+Stars are earned by playing, not by arriving: choosing a mission (or "Load
+mission setup") loads its broken start, and a setup counts only when the
+page's own controls reached it from there and it has settled (a slider let
+go, not one it passed through). A setup whose hash is in `played` was
+reached that way; a link or an edited address shows its verdict but earns
+nothing until the mission's setup is loaded.
 """
 
 import html
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from missions import MISSIONS, Mission, Verdict, find_mission, unlocked
+from missions import MISSIONS, Mission, Verdict, changed_fixed_keys, find_mission, unlocked
 from model import Scenario
 
-__all__ = ["ACTIONS", "apply_action", "chosen", "open_missions", "panel_html", "read_progress", "with_stars"]
+from .controls import control_of, describe, describe_event
+from .glossary import term
+from .urlstate import read_hash, write_hash
 
-ACTIONS = ("select_mission", "load_mission", "reset_progress")
+__all__ = ["ACTIONS", "Memo", "Play", "apply_action", "chosen", "chip_html", "open_missions", "panel_html",
+           "read_memo", "read_progress", "with_stars"]
+
+ACTIONS = ("select_mission", "load_mission", "replay_best", "go_back", "ask_reset", "keep_progress", "reset_progress")
+UNLOCK_HINT = "Running a workshop? Add &unlock=all to the address to open every mission."
 LOCK = ('<svg aria-hidden="true" width="10" height="12" viewBox="0 0 10 12"><rect x="1" y="5" width="8" height="6" '
-        'rx="1" fill="currentColor"/><path d="M3 5V3.5a2 2 0 0 1 4 0V5" stroke="currentColor" fill="none"/></svg>'
-        '<span class="sr-only">locked:</span>')
-KEY_LABELS = {"fleet.cache": "prefix cache", "fleet.memory_gb": "prefix memory", "fleet.replicas": "replicas",
-              "router.kind": "router", "router.spill_threshold_s": "spill threshold",
-              "dynamic_text": "dynamic text", "traffic.session_rate": "request rate", "seed": "seed",
-              "events": "events"}
+        'rx="1" fill="currentColor"/><path d="M3 5V3.5a2 2 0 0 1 4 0V5" stroke="currentColor" fill="none"/></svg>')
+PLAYED_KEPT = 40  # hashes remembered as played: enough to go back and forth within a few missions
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # what a mission id may look like, known or not
+_HASH_MAX = 2000  # a kept hash longer than this is not one the page wrote
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """What the browser keeps besides progress. Its mapping is a read-only view."""
+
+    best: Mapping[str, str] = field(default_factory=dict)  # mission id -> hash of the setup that earned its best stars
+    played: tuple[str, ...] = ()  # hashes written while a mission was played from its start, newest last
+    back: str | None = None  # the hash before the player chose a mission, for "Back to my setup"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "best", MappingProxyType(dict(self.best)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"best": dict(self.best), "played": list(self.played), "back": self.back}
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """The player's side of one request: what is kept, and whether this setup may earn stars."""
+
+    progress: Mapping[str, int]
+    memo: Memo
+    playing: bool = False  # the setup was reached from the chosen mission's start by the page's controls and actions
+    scored: bool = False  # ...and by a settled control change just now: its stars count
+    asking: bool = False  # "Reset progress" was pressed: ask before forgetting every star
 
 
 def read_progress(raw: Any) -> dict[str, int]:
@@ -40,6 +86,27 @@ def read_progress(raw: Any) -> dict[str, int]:
         return {}
     return {k: v for k, v in raw.items() if isinstance(k, str) and _ID.fullmatch(k)
             and isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3}
+
+
+def read_memo(raw: Any) -> Memo:
+    """The memo from whatever the browser sent; anything malformed is dropped."""
+    if not isinstance(raw, dict):
+        return Memo()
+    best, played, back = raw.get("best"), raw.get("played"), raw.get("back")
+    best = best if isinstance(best, dict) else {}
+    played = played if isinstance(played, list) else []
+    return Memo({k: v for k, v in best.items() if isinstance(k, str) and _ID.fullmatch(k) and _is_hash(v)},
+                tuple(h for h in played if _is_hash(h))[-PLAYED_KEPT:], back if _is_hash(back) else None)
+
+
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= _HASH_MAX
+
+
+def normal(hash_text: str) -> str:
+    """The hash the page would write for `hash_text`: equal setups, equal text."""
+    hashed = read_hash(hash_text)
+    return write_hash(hashed.scenario, hashed.page)
 
 
 def open_missions(progress: Mapping[str, int], page: Mapping[str, str]) -> frozenset[str]:
@@ -58,60 +125,123 @@ def chosen(page: Mapping[str, str], progress: Mapping[str, int]) -> tuple[Missio
     if mission is None:
         return None, f"There is no mission '{mission_id[:40]}'; showing free play."
     if mission.id not in open_missions(progress, page):
-        return None, f"'{mission.title}' unlocks when you pass {_still_needed(mission, progress)}."
+        return None, f"'{mission.title}' unlocks when you pass {_still_needed(mission, progress)}. {UNLOCK_HINT}"
     return mission, None
 
 
 def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[str, str],
-                 progress: Mapping[str, int]) -> tuple[Scenario, dict[str, str], dict[str, int]]:
-    """A missions action's new scenario, page keys and progress."""
+                 play: Play) -> tuple[Scenario, dict[str, str], Play, tuple[str, ...]]:
+    """A missions action's new scenario, page keys, player state, and notices."""
     kind = action.get("type")
-    page, progress = dict(page), dict(progress)
+    page, memo = dict(page), play.memo
+    notices: tuple[str, ...] = ()
+    here = write_hash(scenario, page)
+    playing, progress, asking = False, play.progress, False
     if kind == "select_mission":
+        wanted = str(action.get("mission") or "")
         page.pop("mission", None)
-        if action.get("mission"):
-            page["mission"] = str(action["mission"])
+        if wanted:
+            page["mission"] = wanted
+            mission, _ = chosen(page, progress)
+            if mission is not None:  # a locked or unknown one is refused by `settle`, with a notice
+                if not here.endswith(f"mission={mission.id}"):
+                    memo = Memo(memo.best, memo.played, here)
+                scenario, playing = mission.start, True
     elif kind == "load_mission":
         mission, _ = chosen(page, progress)
         if mission is not None:
-            scenario = mission.start
+            scenario, playing = mission.start, True
+    elif kind == "replay_best":
+        wanted = str(action.get("mission") or "")
+        page["mission"] = wanted
+        mission, _ = chosen(page, progress)
+        if mission is not None and wanted in memo.best:
+            hashed = read_hash(memo.best[wanted])
+            scenario, playing, notices = hashed.scenario, True, hashed.notices
+    elif kind == "go_back" and memo.back is not None:
+        hashed = read_hash(memo.back)
+        scenario, page, notices = hashed.scenario, dict(hashed.page), hashed.notices
+        playing = normal(memo.back) in memo.played
+        memo = Memo(memo.best, memo.played, None)
+    elif kind == "ask_reset":
+        playing, asking = play.playing, True
+    elif kind == "keep_progress":
+        playing = play.playing
     elif kind == "reset_progress":
-        progress = {}
-    return scenario, page, progress
+        progress, memo, playing = {}, Memo({}, memo.played, memo.back), play.playing
+    return scenario, page, Play(progress, memo, playing, False, asking), notices
 
 
-def with_stars(progress: Mapping[str, int], mission: Mission | None, verdict: Verdict | None) -> dict[str, int]:
-    """`progress` with this verdict's stars counted: a worse setup never takes stars away."""
-    out = dict(progress)
-    if mission is not None and verdict is not None and verdict.stars > out.get(mission.id, 0):
-        out[mission.id] = verdict.stars
-    return out
+def with_stars(play: Play, mission: Mission | None, verdict: Verdict | None, scenario: Scenario) -> Play:
+    """`play` with this verdict's stars counted if it may earn them: a worse setup never takes stars away."""
+    if mission is None or verdict is None or not play.scored:
+        return play
+    progress, best = dict(play.progress), dict(play.memo.best)
+    if verdict.stars > progress.get(mission.id, 0) or (verdict.stars and mission.id not in best
+                                                       and verdict.stars == progress.get(mission.id)):
+        best[mission.id] = write_hash(scenario)
+    if verdict.stars > progress.get(mission.id, 0):
+        progress[mission.id] = verdict.stars
+    return Play(progress, Memo(best, play.memo.played, play.memo.back), play.playing, play.scored, play.asking)
 
 
-def panel_html(mission: Mission | None, verdict: Verdict | None, progress: Mapping[str, int],
-               open_ids: frozenset[str]) -> str:
-    """The missions panel: the list (open, locked, stars), and the chosen mission with its verdict."""
-    detail = '<p class="hint">Pick a mission to get a broken setup to fix, or keep exploring in free play.</p>'
-    if mission is not None and verdict is not None:
-        detail = _detail(mission, verdict)
+def remember(play: Play, written: str) -> Memo:
+    """The memo to keep after the page wrote hash `written`: a played setup is remembered as played."""
+    memo = play.memo
+    if not play.playing:
+        return memo
+    played = tuple(h for h in memo.played if h != written) + (written,)
+    return Memo(memo.best, played[-PLAYED_KEPT:], memo.back)
+
+
+# -- the panel's HTML ------------------------------------------------------------------------------------
+
+def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, open_ids: frozenset[str],
+               scenario: Scenario) -> str:
+    """The missions panel: the list (open, locked, stars) and, in a mission, its verdict, brief and buttons."""
+    progress = play.progress
     items = []
     for n, m in enumerate(MISSIONS, 1):
         stars = progress.get(m.id, 0)
         picked = mission is not None and m.id == mission.id
-        shown = f"{n}. {html.escape(m.title)} <span class=\"stars\" aria-label=\"{stars} of 3 stars\">{_stars(stars)}</span>"
+        name = f"{n}. {m.title}, {stars} of 3 stars"
+        shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}</span> ' \
+                f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>'
         if m.id in open_ids:
             items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
                          f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(picked).lower()}" '
-                         f'data-stars="{stars}">{shown}</button></li>')
+                         f'aria-label="{html.escape(name)}" title="{html.escape(m.title)}" data-stars="{stars}">'
+                         f'{shown}</button></li>')
         else:
+            why = f"Pass {_still_needed(m, progress)} to unlock this one."
             items.append(f'<li><button type="button" class="mission locked" disabled data-mission="{m.id}" '
-                         f'title="Pass {html.escape(_still_needed(m, progress))} to unlock this one">{LOCK} {shown}</button></li>')
-    free = "" if mission is None else \
-        '<li><button type="button" class="mission" data-action="select_mission" data-mission="">Free play</button></li>'
-    return ('<div class="mission-head"><h2>Missions</h2>'
-            '<button type="button" class="reset" data-action="reset_progress">Reset progress</button></div>'
-            f'<ol class="mission-list">{"".join(items)}{free}</ol>'
-            f'<div class="mission-detail">{detail}</div>')
+                         f'aria-label="locked: {html.escape(name)}" title="{html.escape(why)}">{LOCK} {shown}'
+                         '</button></li>')
+    if mission is not None:
+        items.append('<li><button type="button" class="mission free" data-action="select_mission" data-mission="">'
+                     'Free play</button></li>')
+    lead = mission is None and not play.asking  # where focus goes if the button that had it is gone
+    head = ('<div class="mission-head"><h2 tabindex="-1"' + (" data-autofocus" if lead else "") + '>Missions</h2>'
+            f'{_reset(play)}</div>')
+    listed = f'<ol class="mission-list{" compact" if mission else ""}">{"".join(items)}</ol>'
+    if mission is None or verdict is None:
+        detail = ('<p class="hint">Pick a mission: it loads a broken setup, and you fix it with the controls it '
+                  'names. One star for the goal, three for doing it with less.</p>'
+                  '<details class="facilitator"><summary>Running a workshop?</summary><p>Add '
+                  '<code>#unlock=all</code> to the page\'s address (or <code>&amp;unlock=all</code> after a '
+                  'setup) to open every mission for the room. Progress stays in each browser.</p></details>')
+        return head + listed + f'<div class="mission-detail">{detail}</div>'
+    return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario)}</div>'
+
+
+def _reset(play: Play) -> str:
+    if not play.asking:
+        return '<button type="button" class="reset" data-action="ask_reset">Reset progress</button>'
+    stars = sum(v for v in play.progress.values())
+    return (f'<div class="confirm" role="group" aria-label="Reset progress?"><span>Forget all {stars} '
+            f'star{"" if stars == 1 else "s"}?</span> '
+            '<button type="button" class="danger" data-action="reset_progress">Yes, forget them</button> '
+            '<button type="button" data-action="keep_progress" data-autofocus>Keep my stars</button></div>')
 
 
 def _still_needed(mission: Mission, progress: Mapping[str, int]) -> str:
@@ -121,23 +251,74 @@ def _still_needed(mission: Mission, progress: Mapping[str, int]) -> str:
     return titles[0] if len(titles) == 1 else ", ".join(titles[:-1]) + " and " + titles[-1]
 
 
-def _detail(mission: Mission, verdict: Verdict) -> str:
-    allowed = ", ".join(KEY_LABELS.get(k, k) for k in mission.controls)
-    levels = (f"<li>One star: {html.escape(mission.goal_text())}</li>"
-              f"<li>Two stars: also {html.escape('; '.join(t.text() for t in mission.two_stars))}</li>"
-              f"<li>Three stars: also {html.escape('; '.join(t.text() for t in mission.three_stars))}</li>")
-    if verdict.passed:
-        head = f'<p class="verdict-head"><strong>Mission passed</strong> <span class="stars big">{_stars(verdict.stars)}</span></p>'
-        after = f'<p class="lesson">{html.escape(mission.lesson)}</p>'
+def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) -> str:
+    number = next(n for n, m in enumerate(MISSIONS, 1) if m.id == mission.id)
+    levels = (f"<li>★ {html.escape(mission.goal_text())}</li>"
+              f"<li>★★ also {html.escape('; '.join(t.text() for t in mission.two_stars))}</li>"
+              f"<li>★★★ also {html.escape('; '.join(t.text() for t in mission.three_stars))}</li>")
+    fixed = changed_fixed_keys(mission, scenario)
+    if fixed:
+        names = ", ".join(_words(k) for k in fixed)
+        head = '<p class="verdict-head"><strong>Not scored</strong></p>'
+        reasons = (f"<li>This setup changes {html.escape(names)}, which this mission keeps as it was. Load the "
+                   "mission setup and change only what the mission lets you.</li>")
     else:
-        head = '<p class="verdict-head"><strong>Not passed yet</strong></p>'
-        after = ""
-    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in verdict.reasons)
-    return (f'<h3>{html.escape(mission.title)}</h3><p>{html.escape(mission.brief)}</p>'
-            f'<ul class="levels">{levels}</ul><p class="allowed">You may change: {html.escape(allowed)}.</p>'
-            '<p><button type="button" class="load" data-action="load_mission">Load mission setup</button></p>'
-            f'<div class="verdict {"passed" if verdict.passed else "failed"}" data-passed="{str(verdict.passed).lower()}" '
-            f'data-stars="{verdict.stars}" role="status">{head}<ul class="reasons">{reasons}</ul>{after}</div>')
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in verdict.reasons)
+        head = (f'<p class="verdict-head"><strong>Mission passed</strong> <span class="stars big" '
+                f'aria-label="{verdict.stars} of 3 stars">{_stars(verdict.stars)}</span></p>' if verdict.passed
+                else '<p class="verdict-head"><strong>Not passed yet</strong></p>')
+    note = "" if play.playing else ('<p class="note">This setup came from a link or an edited address: its stars '
+                                    'are shown, not kept. Load mission setup to play it and earn stars.</p>')
+    lesson = f'<p class="lesson">{html.escape(mission.lesson)}</p>' if verdict.passed and not fixed else ""
+    verdict_html = (f'<div class="verdict {"passed" if verdict.passed else "failed"}" '
+                    f'data-passed="{str(verdict.passed).lower()}" data-stars="{verdict.stars}" role="status">'
+                    f'{head}<ul class="reasons">{reasons}</ul>{note}{lesson}</div>')
+    allowed = ", ".join(_words(k) for k in mission.controls)
+    kept = [k for k in mission.start.to_text() if k not in mission.controls]
+    fixed_words = _fixed_words(mission.start, kept)
+    buttons = ['<button type="button" class="load" data-action="load_mission">Load mission setup</button>']
+    best = play.memo.best.get(mission.id)
+    stars = play.progress.get(mission.id, 0)
+    best_line = ""
+    if best is not None and stars:
+        shown = describe(read_hash(best).scenario, mission.controls) or ["the mission's setup"]
+        best_line = (f'<p class="best">Your best, {_stars(stars)}: {html.escape(", ".join(shown))}.</p>')
+        buttons.append(f'<button type="button" data-action="replay_best" data-mission="{mission.id}">'
+                       'Replay my best</button>')
+    if play.memo.back is not None:
+        buttons.append('<button type="button" data-action="go_back">Back to my setup</button>')
+    return (f'<h3 tabindex="-1"{"" if play.asking else " data-autofocus"}>{number}. {html.escape(mission.title)}</h3>'
+            f'{verdict_html}'
+            f'<p class="brief">{html.escape(mission.brief)}</p><ul class="levels">{levels}</ul>'
+            f'<p class="allowed"><strong>You change:</strong> {html.escape(allowed)}.'
+            + (f' <strong>Fixed:</strong> {html.escape(fixed_words)}.' if fixed_words else "") + '</p>'
+            f'{best_line}<p class="actions">{" ".join(buttons)}</p>')
+
+
+def _words(key: str) -> str:
+    c = control_of(key)
+    return c.words if c is not None else term(key)
+
+
+def _fixed_words(start: Scenario, keys: list[str]) -> str:
+    """What a mission keeps fixed, where it differs from the lab's defaults: '8 sessions per second, 120 s'."""
+    default = Scenario()
+    differs = [k for k in keys if start.get(k) != default.get(k)]
+    words = describe(start, differs)
+    if "duration_s" in differs:
+        words.append(f"{start.duration_s:g} s of traffic")
+    words += [describe_event(e) for e in start.events] if "events" in differs else []
+    return ", ".join(words)
+
+
+def chip_html(mission: Mission | None, verdict: Verdict | None) -> str:
+    """The verdict in a few words for the headline, which stays on screen while controls change."""
+    if mission is None or verdict is None:
+        return ""
+    number = next(n for n, m in enumerate(MISSIONS, 1) if m.id == mission.id)
+    state = "passed" if verdict.passed else "not yet"
+    return (f'<span class="label">Mission {number}</span><span class="value">{state} '
+            f'<span class="stars" aria-label="{verdict.stars} of 3 stars">{_stars(verdict.stars)}</span></span>')
 
 
 def _stars(n: int) -> str:

@@ -5,12 +5,14 @@ time, so the first paint and every later one come from the same code.
 Standard library, `model` and `missions` only: no Panel, no Bokeh here.
 
 One request from the page: `{"hash": <current URL hash>, "controls":
-{widget tag: value} or null, "action": {...} or null, "progress": {mission
-id: stars}}`. The hash is the one place the state lives; controls and
-actions change it. The answer: `{"hash", "notices", "summary", "progress",
-"patches": {"bokeh": {model name: {property: value}}, "dom": {CSS selector:
-{"text"|"html"|"attrs"|"hidden": ...}}}}`, which one generic function in
-`static/bridge.js` applies.
+{widget tag: value} or null, "live": true while a slider is still moving,
+"action": {...} or null, "progress": {mission id: stars}, "memo": {...}}`.
+The hash is the one place the state lives; controls and actions change it.
+Progress and the memo are what the browser keeps for the player (see
+`lab.missionview`). The answer: `{"hash", "notices", "summary", "progress",
+"memo", "patches": {"bokeh": {model name: {property: value}}, "dom": {CSS
+selector: {"text"|"html"|"attrs"|"hidden": ...}}}}`, which one generic
+function in `static/bridge.js` applies.
 
 The steps, each a pure function returning new values (none changes its
 arguments, so they can be called in any order, and twice):
@@ -35,7 +37,16 @@ from missions import Mission, Verdict, score
 from model import Result, Scenario, ScenarioError, TooManyRequests, explain, generate, simulate
 
 from . import fleetview, missionview
-from .controls import control_patches, event_input_patches, read_controls, read_event_inputs
+from .controls import (
+    EVENT_NAMES,
+    check_event_inputs,
+    control_patches,
+    describe_event,
+    event_input_patches,
+    for_people,
+    read_controls,
+)
+from .missionview import Memo, Play
 from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "State", "answer", "derive", "handle", "handle_json", "patches", "read_state",
@@ -52,7 +63,8 @@ METRICS = (  # headline: result key, label, how to show it
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 EVENT_COLOURS = {"timestamp": "#d62728", "surge": "#9467bd", "burst": "#ff7f0e"}
-EVENT_NAMES = {"timestamp": "Timestamp at the top", "surge": "Tenant surge", "burst": "Burst"}
+EVENT_FIELDS = {"timestamp": ("evt:at",), "surge": ("evt:at", "evt:duration"),
+                "burst": ("evt:at", "evt:duration", "evt:factor")}  # the event inputs each kind reads
 PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
 SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2.5 times as much
 
@@ -70,13 +82,23 @@ class State:
     page: Mapping[str, str] = field(default_factory=dict)  # page keys of the hash: mission, unlock
     progress: Mapping[str, int] = field(default_factory=dict)  # best stars by mission id (unknown ids too)
     notices: tuple[str, ...] = ()  # for people to read: what was dropped or changed, and why
+    memo: Memo = Memo()  # the rest of what the browser keeps for the player: best setups, played hashes, way back
+    playing: bool = False  # the setup was reached from the chosen mission's start by the page's controls
+    scored: bool = False  # ...by a settled control change in this request: its stars count
+    asking: bool = False  # waiting for the player to confirm "Reset progress"
+    used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
         object.__setattr__(self, "progress", MappingProxyType(dict(self.progress)))
+        object.__setattr__(self, "used", MappingProxyType(dict(self.used)))
 
     def noting(self, *notices: str) -> "State":
         return dataclasses.replace(self, notices=self.notices + notices)
+
+    @property
+    def play(self) -> Play:
+        return Play(self.progress, self.memo, self.playing, self.scored, self.asking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +109,9 @@ class Derived:
     summary: dict[str, Any]  # the headline numbers (the result's summary and the replica count)
     mission: Mission | None  # the chosen mission, if it can be opened
     verdict: Verdict | None  # the setup scored on it
-    progress: dict[str, int]  # the state's progress with this verdict's stars counted
+    progress: dict[str, int]  # the state's progress with this verdict's stars counted (if they count)
     open_ids: frozenset[str]  # missions the player may open, after this verdict
+    play: Play  # the player's state after this verdict: progress, best setups
     seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
 
 
@@ -115,24 +138,35 @@ def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: t
 # -- the state -----------------------------------------------------------------
 
 def read_state(request: Mapping[str, Any]) -> State:
-    """The state a request starts from: its hash and the progress the browser keeps."""
+    """The state a request starts from: its hash, and what the browser keeps for the player.
+
+    The setup is being played if the page itself wrote this hash while playing (a reload, or a way back).
+    """
     hashed = read_hash(str(request.get("hash") or ""))
-    return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")), hashed.notices)
+    memo = missionview.read_memo(request.get("memo"))
+    playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
+    return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")), hashed.notices,
+                 memo, playing)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
-    """The state after the request's control changes, then its action."""
+    """The state after the request's control changes, then its action.
+
+    A settled control change (not `live`) while playing makes the new setup count for stars.
+    """
     controls, action = request.get("controls"), request.get("action")
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
-        state = dataclasses.replace(state, page={k: v for k, v in state.page.items() if k != "explain"})
+        state = dataclasses.replace(state, scored=state.playing and not request.get("live"),
+                                    page={k: v for k, v in state.page.items() if k != "explain"})
     if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
-        scenario, page, progress = missionview.apply_action(action, state.scenario, state.page, state.progress)
-        state = dataclasses.replace(state, scenario=scenario, page=page, progress=progress)
+        scenario, page, play, notices = missionview.apply_action(action, state.scenario, state.page, state.play)
+        state = dataclasses.replace(state, scenario=scenario, page=page, progress=play.progress, memo=play.memo,
+                                    playing=play.playing, scored=play.scored, asking=play.asking).noting(*notices)
     elif isinstance(action, dict) and action.get("type") == "explain":
         state = _with_explain(state, action.get("request"))
     elif isinstance(action, dict) and action:
-        state = _with_event_action(state, action)
+        state = dataclasses.replace(_with_event_action(state, action), scored=state.playing)
     return state
 
 
@@ -147,7 +181,9 @@ def _with_explain(state: State, request: Any) -> State:
 def settle(state: State) -> State:
     """Drop what the page cannot show, saying so: a setup too big to simulate per change, a mission not open."""
     state = _within_budget(state)
-    _, notice = missionview.chosen(state.page, state.progress)
+    mission, notice = missionview.chosen(state.page, state.progress)
+    if mission is None and state.playing:
+        state = dataclasses.replace(state, playing=False, scored=False)  # free play earns nothing
     if notice is None:
         return state
     page = {k: v for k, v in state.page.items() if k != "mission"}
@@ -160,7 +196,7 @@ def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
         try:
             scenario = scenario.with_text({key: text})
         except ScenarioError as exc:
-            notices.append(str(exc))
+            notices.append(for_people(str(exc)))
     return dataclasses.replace(state, scenario=scenario).noting(*notices)
 
 
@@ -168,13 +204,16 @@ def _with_event_action(state: State, action: Mapping[str, Any]) -> State:
     kind, scenario = action.get("type"), state.scenario
     events: list[Any] = list(scenario.events)  # Event values; with_values takes them as they are
     if kind == "add_event":
-        event_kind = action.get("kind")
-        inputs = read_event_inputs(action.get("inputs") or {})
-        new = {"kind": event_kind, "at_s": inputs["evt:at"]}
+        event_kind = str(action.get("kind"))
+        raw = action.get("inputs")
+        used, said = check_event_inputs(raw if isinstance(raw, dict) else {}, scenario,
+                                        EVENT_FIELDS.get(event_kind, ()))
+        state = dataclasses.replace(state, used=used).noting(*said)
+        new = {"kind": event_kind, "at_s": used.get("evt:at")}
         if event_kind in ("surge", "burst"):
-            new["duration_s"] = inputs["evt:duration"]
+            new["duration_s"] = used["evt:duration"]
         if event_kind == "burst":
-            new["factor"] = inputs["evt:factor"]
+            new["factor"] = used["evt:factor"]
         try:
             return dataclasses.replace(state, scenario=scenario.with_values({"events": [*events, new]}))
         except ScenarioError as exc:
@@ -227,13 +266,15 @@ def _within_budget(state: State) -> State:
 # -- what follows from it --------------------------------------------------------
 
 def derive(state: State) -> Derived:
-    """Simulate the state's scenario, score it on the chosen mission, and explain a decision if asked."""
+    """Simulate the state's scenario, score it on the chosen mission (its stars count if the state is scored),
+    and explain one routing decision if the URL asks."""
     result = simulate(state.scenario, limit=budget(state.scenario))  # settle() kept it within; this bounds it anyway
     mission, _ = missionview.chosen(state.page, state.progress)
     verdict = None if mission is None else score(mission, state.scenario, result)
-    progress = missionview.with_stars(state.progress, mission, verdict)
+    play = missionview.with_stars(state.play, mission, verdict, state.scenario)
+    progress = dict(play.progress)
     return Derived(result, _summary(result), mission, verdict, progress,
-                   missionview.open_missions(progress, state.page), _seen(state, result))
+                   missionview.open_missions(progress, state.page), play, _seen(state, result))
 
 
 def _seen(state: State, result: Result) -> dict[str, Any] | None:
@@ -257,9 +298,11 @@ def _summary(result: Result) -> dict:
 # -- what the page shows ---------------------------------------------------------
 
 def answer(state: State, derived: Derived) -> dict:
-    """The answer to the page: its new hash, notices, headline, progress to keep, and patches."""
-    return {"hash": write_hash(state.scenario, dict(state.page)), "notices": list(capped(state.notices)),
-            "summary": dict(derived.summary), "progress": dict(derived.progress), "patches": patches(state, derived)}
+    """The answer to the page: its new hash, notices, headline, what to keep for the player, and patches."""
+    written = write_hash(state.scenario, dict(state.page))
+    return {"hash": written, "notices": list(capped(state.notices)), "summary": dict(derived.summary),
+            "progress": dict(derived.progress), "memo": missionview.remember(derived.play, written).to_dict(),
+            "patches": patches(state, derived)}
 
 
 def patches(state: State, derived: Derived) -> dict:
@@ -269,19 +312,27 @@ def patches(state: State, derived: Derived) -> dict:
     events_allowed = allowed is None or "events" in allowed
     bokeh = {
         **control_patches(scenario, allowed),
-        **event_input_patches(scenario),
+        **event_input_patches(state.used),
         **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
+        "box:events": {"visible": events_allowed},
         **_chart_patches(scenario, derived.result),
     }
-    dom: dict[str, dict] = {"#missions": {"hidden": False, "html": missionview.panel_html(
-        mission, derived.verdict, derived.progress, derived.open_ids)}}
+    play = dataclasses.replace(derived.play, playing=state.playing)
+    dom: dict[str, dict] = {
+        "#missions": {"hidden": False, "html": missionview.panel_html(mission, derived.verdict, play, derived.open_ids,
+                                                                      scenario)},
+        "#verdict-chip": {"hidden": mission is None, "html": missionview.chip_html(mission, derived.verdict)},
+    }
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
+    dom["#events-hint"] = {"hidden": not events_allowed}
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     dom["#readout"] = {"text": _readout(scenario, derived.result)}
+    for name, text in captions(scenario, derived.result).items():
+        dom[f"#cap-{name}"] = {"text": text}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
@@ -337,17 +388,46 @@ def _readout(scenario: Scenario, result: Result) -> str:
             f"recomputing tokens another replica held.")
 
 
+def captions(scenario: Scenario, result: Result) -> dict[str, str]:
+    """Each chart in words, with its numbers: the text a screen reader gets instead of the picture."""
+    s = result.series
+    mids = [t + s.bin_s / 2 for t in s.start_s]
+    shaded = "; shaded: " + ", ".join(describe_event(e) for e in scenario.events) if scenario.events else ""
+    out = {}
+    p50 = [v for v in s.ttft_p50_ms if v is not None]
+    p99 = [(v, t) for v, t in zip(s.ttft_p99_ms, mids) if v is not None]
+    if p50 and p99:
+        worst, when = max(p99)
+        out["ttft"] = (f"Per {s.bin_s:g}-second bin, TTFT p50 ran from {min(p50):,.0f} to {max(p50):,.0f} ms and "
+                       f"p99 from {min(v for v, _ in p99):,.0f} to {worst:,.0f} ms (highest around {when:,.0f} s)"
+                       f"{shaded}.")
+    hits = [h for h in s.hit_rate if h is not None]
+    if hits:
+        out["hit"] = (f"Per bin, the hit rate ran from {min(hits):.0%} to {max(hits):.0%}; over the whole run it was "
+                      f"{result.hit_rate:.1%}{shaded}.")
+    peaks = [(max(row), i, mids[row.index(max(row))]) for i, row in enumerate(s.replica_backlog_s) if row]
+    if peaks:
+        most, replica, when = max(peaks)
+        out["backlog"] = (f"The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
+                          if most >= 0.05 else "No replica ever had more than a few milliseconds of work queued.")
+    running = [sum(col) for col in zip(*s.kv_running_tokens)]
+    cached = [sum(col) for col in zip(*s.kv_cached_tokens)]
+    if running:
+        out["memory"] = (f"At most {max(running):,} tokens of KV were held by running requests and "
+                         f"{max(cached):,} by the prefix cache besides, across the fleet.")
+    if result.records:
+        slowest = max(r.ttft_ms for r in result.records)
+        out["dist"] = (f"Half of the {result.requests:,} requests got a first token within {result.ttft_p50_ms:,.0f} "
+                       f"ms, 99 in 100 within {result.ttft_p99_ms:,.0f} ms; the slowest waited {slowest:,.0f} ms.")
+    return out
+
+
 def _events_html(scenario: Scenario, removable: bool = True) -> str:
     if not scenario.events:
         return '<li class="empty">No events: steady traffic.</li>'
     items = []
     for i, e in enumerate(scenario.events):
-        if e.kind == "timestamp":
-            what = f"{EVENT_NAMES[e.kind]} from {e.at_s:g} s"
-        elif e.kind == "surge":
-            what = f"{EVENT_NAMES[e.kind]}, {e.at_s:g}–{e.ends_s():g} s"
-        else:
-            what = f"{EVENT_NAMES[e.kind]} ×{e.factor:g}, {e.at_s:g}–{e.ends_s():g} s"
+        what = describe_event(e)
         button = (f'<button type="button" data-action="remove_event" data-index="{i}" '
                   f'aria-label="Remove {html.escape(what)}">Remove</button>') if removable else ""
         items.append(f'<li class="event {e.kind}"><span>{html.escape(what)}</span> {button}</li>')

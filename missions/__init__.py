@@ -7,7 +7,7 @@ Standard library and `model` only.
 """
 
 from .catalog import MISSIONS, check_catalog, find_mission, unlocked
-from .scoring import Mission, Threshold, Verdict, score
+from .scoring import Mission, Threshold, Verdict, changed_fixed_keys, score
 
-__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "check_catalog", "find_mission", "score",
-           "unlocked"]
+__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "changed_fixed_keys", "check_catalog", "find_mission",
+           "score", "unlocked"]

@@ -68,6 +68,15 @@ function same(a, b) {
   return a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) < 1e-12);
 }
 
+// A property Bokeh has not set yet throws when read.
+function current(model, prop) {
+  try {
+    return model[prop];
+  } catch {
+    return undefined;
+  }
+}
+
 // `controlsToo` is false while more changes are queued: writing an older state into the
 // widgets then would pull a slider back from under the person dragging it.
 function apply(patches, controlsToo = true) {
@@ -81,16 +90,19 @@ function apply(patches, controlsToo = true) {
       const changes = {};
       for (const [prop, value] of Object.entries(props)) {
         if (prop === "data") changes.data = columns(value);
-        else if (!same(model[prop], value)) changes[prop] = value;
+        else if (!same(current(model, prop), value)) changes[prop] = value;
       }
       if (Object.keys(changes).length) model.setv(changes);
     }
+    const focused = document.activeElement;
     for (const [selector, patch] of Object.entries(patches.dom ?? {})) {
       for (const el of document.querySelectorAll(selector)) {
+        const hadFocus = focused && focused !== document.body && el.contains(focused);
         if ("text" in patch && el.textContent !== patch.text) el.textContent = patch.text;
         if ("html" in patch && el.innerHTML !== patch.html) el.innerHTML = patch.html;
         for (const [attr, value] of Object.entries(patch.attrs ?? {})) el.setAttribute(attr, value);
         if ("hidden" in patch) el.hidden = patch.hidden;
+        if (hadFocus && !document.contains(focused)) refocus(el, focused);
       }
     }
   } finally {
@@ -98,41 +110,102 @@ function apply(patches, controlsToo = true) {
   }
 }
 
-// Bokeh draws a checkbox beside a <div> with its text, not inside a <label>, so screen
-// readers would announce an unnamed checkbox. Name each from its text (and again after
-// Bokeh re-renders one).
-function nameInputs(root = document) {
-  for (const el of root.querySelectorAll("*")) {
-    if (el.shadowRoot) nameInputs(el.shadowRoot);
-  }
-  for (const box of root.querySelectorAll("input[type=checkbox]:not([aria-label])")) {
-    const text = box.nextElementSibling?.textContent?.trim();
-    if (text) box.setAttribute("aria-label", text);
+// The button that had focus was redrawn (its panel's HTML replaced): focus its new self (the
+// same action on the same item), else what the view marked `data-autofocus`, else the
+// panel itself: not <body>.
+function refocus(container, old) {
+  const same = ["action", "mission", "index"].filter((k) => old.dataset?.[k] !== undefined)
+    .map((k) => `[data-${k}="${CSS.escape(old.dataset[k])}"]`).join("");
+  const next = (same && container.querySelector(same + ":not([disabled])")) ||
+    container.querySelector("[data-autofocus]") || container;
+  if (!next.matches("a, button, input, select, textarea, [tabindex]")) next.setAttribute("tabindex", "-1");
+  next.focus({ preventScroll: true });
+}
+
+// -- assistive technology --------------------------------------------------------------
+
+// Bokeh leaves a slider's handle, a spinner's buttons and a button group unnamed, and makes
+// each chart's canvas a tab stop with nothing to say. After every render: each widget's parts
+// take the name (and description) its second tag declares (`{aria: {label, description}}`,
+// from lab/layout.py); a button group becomes a named group whose buttons say whether they
+// are pressed; a disabled slider leaves the tab order; spinner buttons leave it too (the
+// arrow keys in the box do the same); nothing inside a chart (`role=img`, named by its
+// caption) is a tab stop.
+function* views(view) {
+  yield view;
+  for (const child of view.child_views ?? []) yield* views(child);
+}
+
+function* deep(root, selector) {
+  yield* root.querySelectorAll(selector);
+  for (const el of root.querySelectorAll("*")) if (el.shadowRoot) yield* deep(el.shadowRoot, selector);
+}
+
+function nameInputs() {
+  if (!window.Bokeh?.index) return;
+  for (const top of Bokeh.index) {
+    for (const view of views(top)) {
+      const shadow = view.el?.shadowRoot;
+      if (!shadow) continue;
+      if (view.el.closest("[role=img]")) {
+        for (const el of deep(shadow, "[tabindex]")) el.tabIndex = -1;
+        continue;
+      }
+      const aria = (view.model.tags ?? []).find((t) => t && typeof t === "object" && t.aria)?.aria;
+      if (aria) {
+        for (const el of shadow.querySelectorAll("input, select, [role=slider], .bk-btn-group")) {
+          el.setAttribute("aria-label", aria.label);
+          if (aria.description) el.setAttribute("aria-description", aria.description);
+        }
+      }
+      for (const el of shadow.querySelectorAll(".bk-spin-btn")) {
+        el.tabIndex = -1;
+        el.setAttribute("aria-hidden", "true");
+      }
+      for (const group of shadow.querySelectorAll(".bk-btn-group")) {
+        group.setAttribute("role", "group");
+        for (const b of group.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.classList.contains("bk-active")));
+      }
+      for (const handle of shadow.querySelectorAll("[role=slider]")) {
+        const off = handle.closest("[disabled]") !== null;
+        handle.tabIndex = off ? -1 : 0;
+        handle.setAttribute("aria-disabled", String(off));
+      }
+    }
   }
 }
 
 // -- talking to the worker --------------------------------------------------------
 
-// Mission progress (best stars per mission) stays in this browser.
+// What the browser keeps for the player, sent with every request and kept from every answer
+// (the view checks both): mission progress (best stars per mission), and the memo (the setup
+// behind each best, the setups played, the way back; see lab/missionview.py).
 const PROGRESS_KEY = "prefix-lab:progress";
+const MEMO_KEY = "prefix-lab:memo";
 
-function loadProgress() {
+function load(key) {
   try {
-    return JSON.parse(localStorage.getItem(PROGRESS_KEY) ?? "{}") ?? {};
+    return JSON.parse(localStorage.getItem(key) ?? "{}") ?? {};
   } catch {
     return {};  // storage blocked or garbled: start afresh
   }
 }
 
-function saveProgress(progress) {
+function save(key, value) {
   try {
-    localStorage.setItem(PROGRESS_KEY, JSON.stringify(progress));
+    localStorage.setItem(key, JSON.stringify(value));
   } catch {
-    // storage blocked (private mode): progress lasts for this page only
+    // storage blocked (private mode): it lasts for this page only
   }
 }
 
-let progress = loadProgress();
+let progress = load(PROGRESS_KEY);
+let memo = load(MEMO_KEY);
+
+function keep(view) {
+  if (view.progress && JSON.stringify(view.progress) !== JSON.stringify(progress)) save(PROGRESS_KEY, progress = view.progress);
+  if (view.memo && JSON.stringify(view.memo) !== JSON.stringify(memo)) save(MEMO_KEY, memo = view.memo);
+}
 
 // -- the simulator's worker: started, watched, replaced -------------------------------
 //
@@ -199,6 +272,7 @@ function pump() {
   inFlight.epoch = epoch;
   inFlight.request.hash = hash;
   inFlight.request.progress = progress;
+  inFlight.request.memo = memo;
   inFlight.sent = timings.lastSent = performance.now();
   setState("busy", "Simulating…");
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
@@ -210,6 +284,7 @@ function enqueue(request) {
   const last = queue[queue.length - 1];
   if (request.controls && last && last.request.controls) {
     Object.assign(last.request.controls, request.controls);  // a slider drag: keep only the latest values
+    last.request.live = request.live;
   } else {
     queue.push({ id: nextId++, request });
   }
@@ -250,10 +325,7 @@ async function onMessage(event) {
     await whenBokehReady();
     hash = goodHash = msg.view.hash;
     stopped = "";
-    if (msg.view.progress && JSON.stringify(msg.view.progress) !== JSON.stringify(progress)) {
-      progress = msg.view.progress;
-      saveProgress(progress);
-    }
+    keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
@@ -283,11 +355,27 @@ startWorker(window.prefixLabBoot);
 // -- from the page -----------------------------------------------------------------
 
 // A widget changed. Some widgets re-announce a value we wrote a moment later (a slider
-// clamping to a new range); that is no change of the person's, so it is dropped.
-function changed(name, value, prop) {
-  if (applying) return;
+// clamping to a new range, a callback Bokeh compiles on first use); that is no change of the
+// person's, so it is dropped. A slider reports `live` while it moves (its value) and once
+// more, settled, when it is let go or a key moves it (its value_throttled, which every
+// answer empties): the view scores only settled setups. Changes made in one go (a key press
+// moves a slider and settles it) travel as one request, whose last change says whether it
+// is live.
+let batch = null;
+
+function changed(name, value, prop, live = false) {
+  if (applying || value === null) return;
   if (prop && written.has(name) && same(written.get(name)[prop], value)) return;
-  enqueue({ controls: { [name]: value } });
+  if (!batch) {
+    batch = { controls: {}, live };
+    queueMicrotask(() => {
+      const request = batch;
+      batch = null;
+      enqueue(request);
+    });
+  }
+  batch.controls[name] = value;
+  batch.live = live;
 }
 
 // A button pressed. `inputNames` are the widgets whose values the action reads (the
@@ -304,6 +392,7 @@ function action(request, inputNames = []) {
 }
 
 document.addEventListener("click", (event) => {
+  requestAnimationFrame(() => nameInputs());  // a button group's pressed button changes at once
   const button = event.target.closest("[data-action]");
   if (!button) return;
   const request = { type: button.dataset.action };

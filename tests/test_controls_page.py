@@ -1,7 +1,6 @@
-"""The page in Chromium: the never-spill switch (declared once in `lab.controls`) both ways, and progress kept by
-mission id in localStorage. Controls are found by role and accessible name; tests wait on the page's state."""
-
-import json
+"""The page in Chromium: the never-spill switch (declared once in `lab.controls`) both ways. Controls are found by
+role and accessible name; tests wait on the page's state. (Progress kept by mission id in localStorage is played
+through in test_missions_page.py.)"""
 
 import pytest
 from conftest import expected_metrics, metrics, open_lab, wait_ready_with
@@ -44,15 +43,3 @@ def test_the_hot_tenant_mission_is_passable_from_the_page(page, server):
         handle.press("ArrowLeft")
     wait_ready_with(page, "location.hash.includes('router.spill_threshold_s=0.5')")
     assert verdict.get_attribute("data-stars") == "3"
-
-
-def test_stored_progress_is_kept_by_id_and_unlocks_by_prerequisite(page, server):
-    stored = {"cache-on": 1, "a-mission-from-a-later-version": 2}
-    page.add_init_script(f"localStorage.setItem('prefix-lab:progress', {json.dumps(json.dumps(stored))})")
-    open_lab(page, server, "mission=cache-on&fleet.replicas=2")  # three stars on the first mission
-    wait_ready_with(page, "JSON.parse(localStorage.getItem('prefix-lab:progress'))['cache-on'] === 3")
-    kept = json.loads(page.evaluate("localStorage.getItem('prefix-lab:progress')"))
-    assert kept == {"cache-on": 3, "a-mission-from-a-later-version": 2}
-    assert page.locator('button[data-mission="timestamp"]').is_enabled()
-    assert page.locator('button[data-mission="round-robin"]').is_disabled()
-    assert page.locator("[data-mission=a-mission-from-a-later-version]").count() == 0

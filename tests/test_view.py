@@ -63,7 +63,7 @@ def test_bad_control_values_are_refused_with_a_notice_and_the_rest_applies():
     view = handle({"hash": "", "controls": {"ctl:fleet.replicas": 900, "ctl:router.kind": "psychic",
                                             "ctl:dynamic_text": 7, "ctl:seed": 5}})
     assert view["hash"] == "seed=5"
-    assert any("fleet.replicas" in n for n in view["notices"])
+    assert any(n.startswith("Replicas: 900") for n in view["notices"])  # the control's label, not its key
 
 
 def test_event_actions_add_and_remove():
@@ -73,7 +73,9 @@ def test_event_actions_add_and_remove():
     assert 'data-action="remove_event" data-index="0"' in view["patches"]["dom"]["#events-list"]["html"]
     view = handle({"hash": view["hash"], "action": {"type": "add_event", "kind": "timestamp",
                                                     "inputs": {"evt:at": 999}}})
-    assert view["hash"] == "events=burst@30+20x4" and "Could not add that event" in view["notices"][0]
+    assert view["hash"] == "events=burst@30+20x4,timestamp@179"  # a start past the end: the last second, said
+    assert view["notices"] == ["Start (s) 999 is too high (the run ends at 180 s); used 179."]
+    view = handle({"hash": view["hash"], "action": {"type": "remove_event", "index": 1}})
     view = handle({"hash": view["hash"], "action": {"type": "remove_event", "index": 0}})
     assert view["hash"] == ""
 
@@ -88,7 +90,8 @@ def test_missions_unlock_in_order_and_progress_counts_the_best_stars():
     assert "mission" not in view["hash"] and "unlocks when" in view["notices"][0]
     view = handle({"hash": "mission=cache-on", "action": {"type": "load_mission"}})
     assert view["hash"] == "fleet.cache=false&mission=cache-on" and view["progress"] == {}
-    view = handle({"hash": view["hash"], "controls": {"ctl:fleet.cache": True}, "progress": view["progress"]})
+    view = handle({"hash": view["hash"], "controls": {"ctl:fleet.cache": True}, "progress": view["progress"],
+                   "memo": view["memo"]})  # played from the loaded start: the star counts
     assert view["progress"] == {"cache-on": 1}
     html = view["patches"]["dom"]["#missions"]["html"]
     assert 'data-mission="timestamp" aria-pressed="false"' in html  # now unlocked
@@ -157,7 +160,8 @@ def test_the_off_switch_and_its_slider_need_the_cache_aware_router():
 # -- a pure view layer: state -> derived -> patches ------------------------------------------------
 
 REQUEST = {"hash": "fleet.cache=false&mission=cache-on", "progress": {"cache-on": 1, "x-later": 2},
-           "controls": {"ctl:fleet.cache": True, "ctl:fleet.replicas": 2}}
+           "controls": {"ctl:fleet.cache": True, "ctl:fleet.replicas": 2},
+           "memo": {"played": ["fleet.cache=false&mission=cache-on"]}}  # the page loaded this mission's start
 
 
 def test_the_steps_change_none_of_their_arguments_and_repeat_exactly():
@@ -195,8 +199,8 @@ def test_the_state_cannot_be_changed_in_place():
 
 def test_a_locked_mission_is_dropped_once_with_one_notice():
     state = settle(read_state({"hash": "mission=round-robin", "progress": {"cache-on": 2}}))
-    assert "mission" not in state.page and state.notices == (
-        "'Round robin spreads the memory thin' unlocks when you pass 'A timestamp at the top'.",)
+    assert "mission" not in state.page and len(state.notices) == 1 and state.notices[0].startswith(
+        "'Round robin spreads the memory thin' unlocks when you pass 'A timestamp at the top'.")
     assert derive(state).mission is None
 
 
@@ -253,7 +257,7 @@ def test_the_bridge_names_no_control():
 
 
 def test_the_browser_side_modules_need_only_the_standard_library():
-    for name in ("controls.py", "view.py", "missionview.py", "urlstate.py"):
+    for name in ("controls.py", "view.py", "missionview.py", "urlstate.py", "glossary.py"):
         tree = ast.parse((ROOT / "lab" / name).read_text())
         found = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         found |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
@@ -263,7 +267,9 @@ def test_the_browser_side_modules_need_only_the_standard_library():
 # -- missions progress: by id, with explicit prerequisites ----------------------------------------
 
 def test_progress_keeps_ids_it_does_not_know_but_shows_none_of_them():
-    view = handle({"hash": "mission=cache-on&fleet.replicas=2", "progress": {"cache-on": 1, "mission-of-2027": 2}})
+    view = handle({"hash": "fleet.cache=false&mission=cache-on", "progress": {"cache-on": 1, "mission-of-2027": 2},
+                   "memo": {"played": ["fleet.cache=false&mission=cache-on"]},
+                   "controls": {"ctl:fleet.cache": True, "ctl:fleet.replicas": 2}})
     assert view["progress"] == {"cache-on": 3, "mission-of-2027": 2}
     assert "mission-of-2027" not in json.dumps(view["patches"])
 

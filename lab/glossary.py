@@ -1,0 +1,142 @@
+"""The words the page uses, each explained once.
+
+`GLOSSARY` holds one `Entry` per thing a newcomer may not know: a control
+(named by its scenario key), a headline number (by its result key), a router
+(by its `router.kind` value) or a plain term. The tip on each headline
+number and the page's "Words used here" list read its full `text`
+(`explain(name)`); the help line under each control reads its `brief`
+(`brief(name)`), short enough to sit under a slider; the router's line
+follows the menu's choice. A word is explained the same way everywhere.
+
+Standard library only: this runs in the browser too.
+"""
+
+from dataclasses import dataclass
+
+__all__ = ["GLOSSARY", "Entry", "brief", "explain", "term"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str  # scenario key, result key, router kind, or a term of its own
+    term: str  # the word as the page writes it
+    text: str  # one or two short sentences, for someone new to serving LLMs
+    brief: str = ""  # a few words for beside a control; the text if empty
+
+
+GLOSSARY: tuple[Entry, ...] = (
+    # headline numbers
+    Entry("hit_rate", "Hit rate", "Of all the prompt tokens sent, the share a replica already held in its prefix "
+          "cache, so it skipped their prefill."),
+    Entry("ttft", "TTFT", "Time to first token: from a request's arrival until its answer can start. Here that is "
+          "time in the queue plus prefill (decode is not modelled)."),
+    Entry("ttft_p50_ms", "TTFT p50", "The median time to first token: half of the requests waited less than this."),
+    Entry("ttft_p99_ms", "TTFT p99", "The tail: one request in a hundred waited longer than this for its first token."),
+    Entry("throughput_rps", "Throughput", "Requests answered per second over the run."),
+    Entry("session", "Session and request", "A session is one chat. Each of its turns is one request, whose prompt "
+          "repeats the system prompt and the whole conversation so far; a session sends about four."),
+    Entry("backlog", "Backlog", "Seconds of prefill work waiting in a replica's queue."),
+    # controls
+    Entry("fleet.cache", "Prefix cache", "Keeps the KV of prompts a replica has read, so a prompt that starts the "
+          "same way skips that part of prefill.",
+          brief="Reuses the KV of prompt starts a replica has already read."),
+    Entry("fleet.memory_gb", "Prefix memory", "Memory per replica for the prefix cache; 1 GB holds 8,192 tokens. When "
+          "full, the least recently used branch tips are dropped.",
+          brief="Cache room per replica; 1 GB holds 8,192 tokens."),
+    Entry("fleet.replicas", "Replicas", "Copies of the model behind the router, each with its own GPU and its own "
+          "prefix cache.",
+          brief="Copies of the model, each with its own GPU and cache."),
+    Entry("router.kind", "Router", "Chooses the replica for each request."),
+    Entry("router.spill_threshold_s", "Spill threshold", "Cache-aware routing follows the longest cached match unless "
+          "that replica's backlog is this many seconds above the least busy one's; then the request spills there.",
+          brief="Seconds the cached replica may fall behind the least busy one before requests go elsewhere."),
+    Entry("dynamic_text", "Dynamic text", "Text that differs per request, such as a timestamp. At the top it sits 200 "
+          "tokens into the system prompt and nothing after it can match; at the bottom only the last bit differs.",
+          brief="Per-request text, like a timestamp; at the top, nothing after token 200 can match."),
+    Entry("traffic.session_rate", "New sessions per second", "How many chats start each second; each sends about "
+          "four requests.",
+          brief="Chats starting each second; each sends about four requests."),
+    Entry("seed", "Seed", "Fixes every random choice: the same seed replays exactly the same traffic.",
+          brief="Same seed, same traffic."),
+    Entry("router.view", "What the router knows", "Real routers rarely read the replicas' caches. With 'its own memory' "
+          "the router remembers which prompts it sent where, and never learns what a replica evicted.",
+          brief="The caches themselves, or the router's memory of what it sent."),
+    Entry("router.view_ttl_s", "Router forgets after", "How long the router remembers a prompt it sent. Too long and it "
+          "chases prefixes the cache has evicted; too short and it forgets what is still there.",
+          brief="How long the router's memory of a prompt lasts."),
+    Entry("router.load_factor", "Load bound", "Bounded-load hashing: no replica may hold more than this many times a "
+          "fair share of the requests in flight; the rest walk on along the ring.",
+          brief="Times a fair share a replica may hold before requests walk on."),
+    Entry("router.load_multiple", "Reroute past", "Prefix + load fallback: follow the cache unless that replica holds "
+          "more than this many times the median number of requests.",
+          brief="Times the median load before the cache is given up."),
+    Entry("router.cache_threshold", "Match threshold", "SGLang router: follow the best match only if it covers more "
+          "than this share of the prompt; otherwise take the smallest tree.",
+          brief="Share of the prompt a match must cover to be followed."),
+    Entry("router.balance_abs_threshold", "Imbalance spread", "SGLang router: the fleet counts as lopsided when the "
+          "busiest replica holds this many more requests than the idlest (and the ratio below holds too).",
+          brief="Requests more on the busiest replica than on the idlest."),
+    Entry("router.balance_rel_threshold", "Imbalance ratio", "SGLang router: lopsided also needs the busiest "
+          "replica's requests to exceed the idlest's times this.",
+          brief="And the busiest above the idlest times this."),
+    Entry("fleet.decode", "Serving mode", "Decodes every answer in a continuous batch on real GPU figures, with one KV "
+          "memory shared by running requests and the cache; the next turn waits for the answer.",
+          brief="Decode in batches on real GPU figures; memory shared with running requests."),
+    Entry("hardware.preset", "Model and GPU", "The model and GPU whose published figures turn tokens into seconds and "
+          "bytes; the lab's own preset is the seed's 10,000 tokens a second.",
+          brief="Whose figures turn tokens into seconds and bytes."),
+    Entry("router_overestimate", "Router's wrong guesses", "With its own memory for a view: the share of the cached "
+          "tokens the router counted on that the replica it chose no longer held."),
+    Entry("duration_s", "Run length", "Seconds during which new chats arrive; the run ends when the last "
+          "request is served."),
+    Entry("events", "Events", "A timestamp injected at the top of every prompt from a time on, a tenant surge (forty "
+          "system prompts instead of six) or a burst (arrivals several times faster) for a while."),
+    # routers, by `router.kind` value
+    Entry("round_robin", "Round robin", "Takes turns: request n goes to replica n mod the number of replicas.",
+          brief="takes turns, whatever each replica holds or carries."),
+    Entry("random", "Random", "Picks any replica at random.",
+          brief="any replica, at random."),
+    Entry("least_loaded", "Least loaded", "Sends each request to the replica with the shortest backlog.",
+          brief="the replica with the shortest backlog."),
+    Entry("consistent_hash", "Consistent hash", "Always sends a system prompt to the same replica (its place on a "
+          "hash ring), however busy that replica is.",
+          brief="each system prompt pinned to one replica, however busy."),
+    Entry("cache_aware", "Cache-aware", "Sends a request where the longest part of its prompt is cached, unless "
+          "that replica is too far behind (the spill threshold).",
+          brief="the longest cached match, unless that replica is too far behind."),
+    Entry("power_of_two", "Power of two", "Draws two replicas at random and takes the less busy one.",
+          brief="the less busy of two replicas drawn at random."),
+    Entry("bounded_hash", "Bounded-load hash", "Consistent hashing, but a replica already carrying more than its "
+          "share passes the request to the next one on the ring.",
+          brief="the pinned replica, unless it carries more than its share."),
+    Entry("prefix_load_aware", "Prefix + load fallback", "Follows the cached prefix while loads are even, and the "
+          "least busy replica once they are not.",
+          brief="the cached prefix while loads are even, else the least busy."),
+    Entry("sglang", "SGLang router", "SGLang's cache-aware router: balances load first, then picks the best cached "
+          "match, else the replica with the smallest tree.",
+          brief="balance first, then the best cached match, else the smallest tree."),
+    Entry("cost", "Lowest estimated TTFT", "Estimates each replica's wait plus the prefill of what it lacks, and "
+          "picks the lowest.",
+          brief="the lowest estimated wait plus prefill."),
+)
+
+_BY_NAME = {e.name: e for e in GLOSSARY}
+_ALIASES = {"replica_count": "fleet.replicas"}  # the headline's replica count is the control's number
+
+
+def explain(name: str) -> str:
+    """The explanation of `name` (a key, a result key, a router kind or a term); empty if there is none."""
+    entry = _BY_NAME.get(_ALIASES.get(name, name))
+    return entry.text if entry else ""
+
+
+def brief(name: str) -> str:
+    """The few words beside a control for `name`: its brief, else its explanation."""
+    entry = _BY_NAME.get(_ALIASES.get(name, name))
+    return (entry.brief or entry.text) if entry else ""
+
+
+def term(name: str) -> str:
+    """The word the page uses for `name`."""
+    entry = _BY_NAME.get(_ALIASES.get(name, name))
+    return entry.term if entry else name

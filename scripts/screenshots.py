@@ -1,0 +1,88 @@
+"""Take the README's screenshots: the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission.
+
+    .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens]
+
+Without --url it builds the site into a temporary folder and serves it with `prefix-lab serve`. The
+mission shots play mission 8 from its broken start (choosing it, then three changes), as a player would.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab.browser import launch  # noqa: E402
+
+READY = "document.documentElement.dataset.lab === 'ready'"
+SIZES = ((1440, 900), (1280, 720), (390, 844))
+
+
+def serve(folder: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", str(folder), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    for line in proc.stdout:
+        found = re.search(r"is at (http://127\.0\.0\.1:\d+/)", line)
+        if found:
+            return proc, found.group(1)
+    raise SystemExit("prefix-lab serve did not start")
+
+
+def shoot(url: str, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        for width, height in SIZES:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url + "#unlock=all")
+            page.wait_for_function(READY, timeout=60_000)
+            name = f"{width}x{height}"
+            page.screenshot(path=str(out / f"free-play-{name}.png"))
+            page.get_by_role("button", name=re.compile(r"^8\. Monday morning")).click()
+            page.wait_for_function(f"({READY}) && location.hash.includes('mission=monday')", timeout=30_000)
+            page.get_by_role("button", name="None", exact=True).click()
+            page.wait_for_function(f"({READY}) && !location.hash.includes('dynamic_text')", timeout=30_000)
+            page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
+            page.wait_for_function(f"({READY}) && location.hash.includes('cache_aware')", timeout=30_000)
+            memory = page.get_by_role("slider", name="Prefix memory per replica (GB)")
+            for _ in range(12):  # 1 GB -> 4 GB, a key press at a time: the first star
+                memory.press("ArrowRight")
+            page.wait_for_function(f"({READY}) && !location.hash.includes('memory_gb')", timeout=30_000)
+            if width < 800:  # on a phone, the player scrolls down to the controls: the headline stays
+                page.get_by_role("slider", name="Replicas").scroll_into_view_if_needed()
+            else:
+                page.evaluate("window.scrollTo(0, 0)")
+            written += [out / f"free-play-{name}.png", out / f"mission-{name}.png"]
+            page.screenshot(path=str(written[-1]))
+            page.close()
+        browser.close()
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
+    args = parser.parse_args()
+    if args.url:
+        paths = shoot(args.url, args.out)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, url = serve(Path(tmp) / "site")
+            try:
+                paths = shoot(url, args.out)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+    print("\n".join(str(p) for p in paths))
+
+
+if __name__ == "__main__":
+    main()
