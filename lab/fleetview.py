@@ -75,7 +75,7 @@ def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
         cached = r.cached_tokens / r.prompt_tokens if r.prompt_tokens else 0.0
         rows.append(f"<tr><td>{i}</td><td>{r.arrival_s:.1f} s</td><td>{r.replica}</td><td>{cached:.0%}</td>"
                     f"<td>{r.ttft_ms:,.0f} ms</td><td><button type=\"button\" data-action=\"explain\" "
-                    f"data-request=\"{i}\" aria-label=\"What the router saw for request {i}\">Why?</button></td></tr>")
+                    f"data-request=\"{i}\" aria-label=\"Why? What the router saw for request {i}\">Why?</button></td></tr>")
     return ("<table><caption>Slowest requests</caption><thead><tr><th scope=\"col\">Request</th>"
             "<th scope=\"col\">Arrived</th><th scope=\"col\">Replica</th><th scope=\"col\">Cached</th>"
             "<th scope=\"col\">TTFT</th><th scope=\"col\"></th></tr></thead>"

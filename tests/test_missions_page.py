@@ -197,13 +197,31 @@ def test_every_mission_is_playable_from_the_page_and_progress_survives_a_reload(
     press(page, page.get_by_role("slider", name="Replicas"), "ArrowLeft", 2)  # 6 -> 4
     assert verdict(page) == (3, True)
 
+    # -- 9: a hot prompt on a ring; the bound is a slider of its own --------------------------------------------
+    choose(page, 9, "A hot prompt, a ring and a bound")
+    bound = page.get_by_role("slider", name="Load bound (× a fair share)")
+    press(page, bound, "Home")  # 3 -> 1, the tightest bound: the tail is cut, a little affinity lost
+    assert verdict(page) == (1, True)
+    press(page, bound, "ArrowRight")  # 1.05
+    assert verdict(page) == (3, True)
+
+    # -- 10: a router that never forgets; untick, then let it forget in seconds -------------------------------
+    choose(page, 10, "The router remembers too much")
+    answered(page, lambda: page.get_by_role("checkbox", name="Never forget").click())
+    ttl = page.get_by_role("slider", name="Router forgets after (s)")
+    press(page, ttl, "Home")  # 0 s: it remembers nothing, so it guesses wrong about nothing, and finds little
+    assert verdict(page) == (1, True)
+    press(page, ttl, "ArrowRight", 3)  # 3 s: about as long as the caches keep a prefix during the surge
+    assert verdict(page) == (3, True)
+
+    # After mission 8, choosing one opens it in Monday's place: the reload below comes back to the last one.
     # -- a reload keeps progress, unlocks and the mission; nothing was earned by arriving ---------------------
     expected = {"cache-on": 3, "timestamp": 3, "round-robin": 3, "hot-tenant": 3, "surge-memory": 1,
-                "burst": 3, "consistent-hash": 3, "monday": 3, LATER: 2}
+                "burst": 3, "consistent-hash": 3, "monday": 3, "bounded-hash": 3, "stale-router": 3, LATER: 2}
     assert json.loads(page.evaluate("localStorage.getItem('prefix-lab:progress')")) == expected
     page.reload()
     page.wait_for_function(READY, timeout=60_000)
-    assert "mission=monday" in page.evaluate("location.hash") and verdict(page) == (3, True)
+    assert "mission=stale-router" in page.evaluate("location.hash") and verdict(page) == (3, True)
     assert [listed_stars(page, n, t) for n, t in ((1, "Nothing is remembered"), (5, "A surge of new tenants"),
                                                    (8, "Monday morning"))] == [3, 1, 3]
     assert page.locator("button.mission.locked").count() == 0

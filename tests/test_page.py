@@ -198,7 +198,7 @@ def test_reset_lab_leaves_the_shared_page_as_a_new_page_shows_it(fresh_lab):
     page.get_by_role("button", name="Tenant surge").click()
     wait_ready_with(page, "location.hash.includes('events=surge@90+60')")
     page.evaluate("window.prefixLab.changed('ctl:fleet.replicas', 900, 'value')")  # refused, with a notice
-    wait_ready_with(page, "document.querySelector('#notices').textContent.includes('fleet.replicas')")
+    wait_ready_with(page, "document.querySelector('#notices').textContent.includes('Replicas: 900')")
 
     reset_lab(page)
     assert page.evaluate("location.hash") == ""
