@@ -14,7 +14,9 @@ the run goes on past `duration_s` until the last queue drains.
 
 from collections.abc import Callable, Sequence
 
+from .agents import AgentRuns
 from .config import Scenario
+from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from .memory import Memory
@@ -50,17 +52,26 @@ class Run:
     """
 
     __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "router", "memory", "force", "loop", "served",
-                 "bin_s", "backlog", "in_use", "cached", "believed", "overestimated", "watch")
+                 "bin_s", "backlog", "in_use", "cached", "believed", "overestimated", "watch", "agents", "link")
 
     def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
-        self.requests = generate(scenario, limit) if requests is None else requests
+        # agent runs send each call when the one before is answered (model/agents.py); chat is a fixed list
+        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        if self.agents is not None:
+            self.requests: Sequence[Request] = self.agents.sent  # grows as calls are sent
+        else:
+            self.requests = generate(scenario, limit) if requests is None else requests
         p = self.profile
         self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
                          for i in range(fleet.replicas)]
+        self.link = fleet_link(scenario)  # bytes a second a replica fetches a peer's prefix at; None: it never does
+        if self.link is not None:
+            for r in self.replicas:
+                r.fetcher = self._fetch
         self.router = make_router(scenario)
         approximate = scenario.router.view == "approximate"
         self.memory = Memory(fleet.replicas, scenario.router.view_ttl_s) if approximate else None  # the router's own
@@ -74,7 +85,9 @@ class Run:
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
         self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
         self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
-        if self.requests:
+        if self.agents is not None:
+            self.agents.attach(self.loop, self._route)
+        elif self.requests:
             self.loop.at(self.requests[0].arrival_s, ARRIVE, self._arrive, 0)
         self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
 
@@ -97,14 +110,27 @@ class Run:
 
     def _finish(self, replica: Replica) -> None:
         self.served.append(replica.finish())
+        if self.agents is not None:  # lab mode: the first token and the whole answer come when prefill ends
+            request = self.served[-1].request
+            self.agents.first_token(request)
+            self.agents.answered(request)
         if replica.queue:
             self._start(replica)
 
+    def _fetch(self, replica: Replica, request: Request, matched: int) -> tuple[int, float]:
+        """What `replica` would fetch of `request` beyond its `matched` tokens: the best peer's match, if faster."""
+        keys = request.keys
+        peer = max((r.tree.peek(keys) for r in self.replicas if r is not replica), default=0)
+        return fetch_plan(self.profile, peer - matched, self.link)
+
     def _arrive(self, n: int) -> None:
-        requests, replicas, loop = self.requests, self.replicas, self.loop
-        request = requests[n]
+        requests, loop = self.requests, self.loop
         if n + 1 < len(requests):  # arrivals are sorted: keep only the next one on the heap
             loop.at(requests[n + 1].arrival_s, ARRIVE, self._arrive, n + 1)
+        self._route(requests[n])
+
+    def _route(self, request: Request) -> None:
+        replicas, loop = self.replicas, self.loop
         view = View(request, replicas, loop.now, self.memory)
         index = self.force.get(request.id, self.router.choose(view))
         if not 0 <= index < len(replicas):
@@ -143,11 +169,15 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
     rep_requests, rep_cached, rep_prompt = [0] * n, [0] * n, [0] * n
     records = []
     makespan = 0.0
+    fetched, fetch_s = 0, 0.0
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
         cached = s.cached_tokens
-        recomputed = max(0, min(prompt - cached, s.held_elsewhere - cached))
+        have = cached + s.fetched_tokens  # fetched tokens are not recomputed
+        recomputed = max(0, min(prompt - have, s.held_elsewhere - have))
+        fetched += s.fetched_tokens
+        fetch_s += s.fetch_s
         queue_s = s.start_s - r.arrival_s
         records.append(RequestRecord(
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
@@ -188,6 +218,8 @@ def _measure(scenario: Scenario, requests: Sequence[Request], served: list[Serve
         hardware=profile.preset,
         kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
         notes=notes,
+        fetched_tokens=fetched,
+        fetch_s=round(fetch_s, 6),
     )
 
 

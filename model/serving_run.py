@@ -13,6 +13,7 @@ session has sent its last turn and every answer is out.
 
 from collections.abc import Callable, Sequence
 
+from .agents import AgentRuns
 from .config import Scenario
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
@@ -31,14 +32,19 @@ class ServingRun:
 
     __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "router", "memory", "force", "loop",
                  "served", "rejected", "sent", "bin_s", "backlog", "running", "cached", "believed", "overestimated",
-                 "watch")
+                 "watch", "agents")
 
     def __init__(self, scenario: Scenario, requests: Sequence[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)
-        self.source = ChatSessions(scenario, limit) if requests is None else None
+        if fleet.fetch != "off":
+            self.notes += (f"fleet.fetch={fleet.fetch} is modelled in lab mode only: this serving run recomputes "
+                           "what a peer holds",)
+        # agent runs (model/agents.py) send each call when the one before is answered, as chat sessions do
+        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        self.source = ChatSessions(scenario, limit) if requests is None and self.agents is None else None
         self.requests = requests
         self.loop = EventLoop()
         budget = self.profile.tokens_in(fleet.memory_gb)
@@ -59,7 +65,11 @@ class ServingRun:
         self.backlog: list[list[float]] = [[] for _ in range(n)]  # [replica][bin], at bin end
         self.running: list[list[int]] = [[] for _ in range(n)]
         self.cached: list[list[int]] = [[] for _ in range(n)]
-        if self.source is not None and self.source.sessions:
+        if self.agents is not None:
+            self.agents.attach(self.loop, self._route)
+            for r in self.replicas:
+                r.on_first = self._first
+        elif self.source is not None and self.source.sessions:
             self.loop.at(self.source.sessions[0].start_s, ARRIVE, self._start_session, 0)
         elif requests:
             self.loop.at(requests[0].arrival_s, ARRIVE, self._replay, 0)
@@ -121,9 +131,14 @@ class ServingRun:
         else:
             seq.held_elsewhere = held
 
+    def _first(self, seq: Seq) -> None:
+        self.agents.first_token(seq.request)  # type: ignore[union-attr]
+
     def _done(self, seq: Seq) -> None:
         self.served.append(seq)
         r = seq.request
+        if self.agents is not None:
+            self.agents.answered(r)
         if self.source is not None:
             gap = self.source.gap_after(r.session, r.turn)
             if gap is not None:
@@ -181,6 +196,8 @@ def _measure(run: ServingRun) -> Result:
     window = scenario.duration_s
     offered = sum(1 for rec in records if rec.arrival_s < window) + sum(1 for r in run.rejected if r.arrival_s < window)
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
+    if run.agents is not None:
+        nominal = run.agents.nominal_s()
     stats = tuple(
         ReplicaStats(index=i, requests=rep_requests[i], hit_rate=ratio(rep_cached[i], rep_prompt[i]),
                      utilisation=ratio(rep.busy_s, horizon), prefill_gpu_s=round(rep.prefill_compute_s, 6))
