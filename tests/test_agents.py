@@ -4,6 +4,8 @@ import statistics
 
 import pytest
 from helpers import everything
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab.cli import main
 from model import RACE, Run, Scenario, ServingRun, TooManyRequests, fanout_race, simulate
@@ -162,3 +164,29 @@ def test_agent_traffic_stops_past_the_limit_and_takes_timestamps_and_surges():
     assert late and all(r.keys[1][0] == "dyn" and r.cacheable_tokens == 200 for r in late)
     surge, _ = finished(AGENT.with_text({"events": "surge@0+179", "traffic.agent_rate": "0.5"}))
     assert max(r.system_prompt for r in surge.requests) >= AGENT.traffic.system_prompts
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10**6), replicas=st.integers(1, 4), memory=st.sampled_from(["0.25", "1", "4"]),
+       fetch=st.sampled_from(["off", "rdma", "nvme", "host"]), kind=st.sampled_from(["chat", "agent"]),
+       router=st.sampled_from(["least_loaded", "cache_aware", "cost"]), fanout=st.integers(0, 4),
+       warm_first=st.booleans())
+def test_every_call_is_served_once_and_trees_stay_sound_with_fetching_and_agents(seed, replicas, memory, fetch, kind,
+                                                                                 router, fanout, warm_first):
+    s = Scenario().with_text({"seed": str(seed), "fleet.replicas": str(replicas), "fleet.memory_gb": memory,
+                              "fleet.fetch": fetch, "traffic.kind": kind, "router.kind": router, "duration_s": "20",
+                              "traffic.agent_rate": "0.5", "traffic.agent_steps": "6", "traffic.agent_fanout": str(fanout),
+                              "traffic.agent_fanout_every": "2", "traffic.agent_warm_first": str(warm_first).lower()})
+    run = Run(s)
+    while run.step():
+        for r in run.replicas:
+            assert r.tree.total_tokens <= r.tree.capacity
+    for r in run.replicas:
+        r.tree.check_invariants()
+        assert r.tree.locked_tokens == 0
+    result = run.finish()
+    assert sorted(s.request.id for s in run.served) == list(range(len(run.requests))) == list(range(result.requests))
+    assert all(0 <= s.fetched_tokens <= s.request.prompt_tokens - s.cached_tokens for s in run.served)
+    assert result.fetched_tokens == sum(s.fetched_tokens for s in run.served)
+    assert (fetch == "off") <= (result.fetched_tokens == 0)
+    assert everything(result) == everything(simulate(s))

@@ -273,3 +273,21 @@ def test_the_explainers_profile_is_the_scenarios_unless_it_is_the_lab_preset():
     assert profile.preset == "llama8b_a100" and notes == ()
     assert crossover_of(DEFAULT.with_text({"hardware.preset": "llama8b_a100"}))["idle_ttft_s"] == pytest.approx(
         30_000 * 2 * 8.03e9 / (312e12 * 0.4), abs=1e-6)
+
+
+@pytest.mark.parametrize("router, fetch, chosen, ttft_s", [
+    ("cache_aware", "off", 1, crossover(ARTICLE, 30_000, 900, 3, 8_000).idle_ttft_s),
+    ("cost", "off", 0, crossover(ARTICLE, 30_000, 900, 3, 8_000).warm_ttft_s),
+    ("cost", "rdma", 1, transfer(ARTICLE, 30_000, 29_100, {"rdma": 100e9})["rdma_ttft_s"]),
+    ("cost", "nvme", 1, transfer(ARTICLE, 30_000, 29_100, {"nvme": 7e9})["nvme_ttft_s"]),
+])
+def test_the_simulation_routes_the_articles_request_as_the_figures_say(router, fetch, chosen, ttft_s):
+    """Run 17's call lands at 10 s, when GPU 0 holds its prefix and three 8k requests; GPU 1 is idle."""
+    s = article_scenario(router__kind=router, fleet__fetch=fetch, fleet__replicas="2", fleet__memory_gb="64",
+                         duration_s="60")
+    earlier = request(0, ["run17", "step16"], [29_100, 900], arrival_s=0.0)
+    queue = [request(1 + i, [("other", i)], [8_000], arrival_s=10.0) for i in range(3)]
+    call = request(4, ["run17", "step17"], [29_100, 900], arrival_s=10.0)
+    result = simulate(s, [earlier, *queue, call], force={0: 0, 1: 0, 2: 0, 3: 0})
+    assert result.records[4].replica == chosen
+    assert result.records[4].ttft_ms == pytest.approx(ttft_s * 1000, abs=0.002)
