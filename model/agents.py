@@ -243,8 +243,9 @@ def fanout_figures(records: Iterable[RequestRecord]) -> dict[str, float | int]:
     """The fan-out race in a run's records: sub-calls are records sharing a run and a call.
 
     A sub-call `read` the shared prefix if its replica held all of its prompt but its own
-    instruction when it started, else it `computed` it again. `span_ms`: from a fan-out's first
-    send to its last sub-call's first token, the median over fan-outs.
+    instruction when it started, else it `computed` it again (with dynamic text at the bottom of
+    every prompt, none can read it all). `span_p50_ms`: from a fan-out's first send to its last
+    sub-call's first token, the median over fan-outs.
     """
     groups: dict[tuple[int, int], list[RequestRecord]] = {}
     for rec in records:

@@ -307,7 +307,8 @@ class Money(_Section):
     prompt_tokens: int = _spec(30_000, 1, 10_000_000, doc="money: tokens in each call's prompt")
     new_tokens: int = _spec(900, 0, 10_000_000, doc="money: tokens of each call's prompt new since the call before")
     gap_s: float = _spec(4.0, 0.0, 86_400.0, doc="money: seconds between one call and the next")
-    branches: int = _spec(10, 1, 1000, doc="money: sub-calls of a fan-out sharing the prompt")
+    branches: int = _spec(10, 1, 1000, doc="money: sub-calls of a fan-out, all sharing a prompt of "
+                                           "money.prompt_tokens")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.

@@ -185,9 +185,9 @@ def api_calls(prices: Prices, calls: int, prompt_tokens: int, new_tokens: int, g
     later = prices.usd(0, prompt_tokens - new_tokens, new_tokens) if alive else first
     cached = first + (calls - 1) * later
     saved_each = plain - later  # what each later call saves over paying in full
-    pays_from = None
+    pays_from = None  # None: later calls save nothing, so caching never catches up
     if saved_each > 0:
-        pays_from = 1 + int((first - plain) / saved_each)
+        pays_from = max(1, 1 + int((first - plain) / saved_each))  # then correct the float estimate
         while pays_from > 1 and (pays_from - 1) * plain > first + (pays_from - 2) * later:
             pays_from -= 1
         while pays_from * plain <= first + (pays_from - 1) * later:
@@ -245,8 +245,7 @@ def api_bill(calls: Iterable[tuple["Request", float]], prices: Prices) -> dict[s
 def explainer_profile(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
     """The profile the time-based explainers price: the scenario's, or with the lab preset the article's."""
     if scenario.hardware.preset != "lab":
-        profile, _ = profile_of(scenario.with_values({"fleet.decode": False}))
-        return profile, ()
+        return profile_of(scenario)[0], ()
     profile, _ = profile_of(scenario.with_values({"hardware.preset": ARTICLE, "fleet.decode": False}))
     return profile, (f"the lab preset has no FLOP figures, so these figures use {ARTICLE} "
                      f"({PRESETS[ARTICLE].label}) with any hardware.* keys given",)

@@ -291,3 +291,13 @@ def test_the_simulation_routes_the_articles_request_as_the_figures_say(router, f
     result = simulate(s, [earlier, *queue, call], force={0: 0, 1: 0, 2: 0, 3: 0})
     assert result.records[4].replica == chosen
     assert result.records[4].ttft_ms == pytest.approx(ttft_s * 1000, abs=0.002)
+
+
+def test_caching_pays_at_once_when_writes_cost_no_more_than_plain_input():
+    prices = Prices(2.0, 0.1, 0.0, 300.0)
+    assert api_calls(prices, 5, 30_000, 900, 4.0)["pays_from_call"] == 1
+    assert api_calls(prices._replace(write_multiple=2.0), 5, 30_000, 900, 4.0)["pays_from_call"] == 3
+    dear = prices._replace(write_multiple=2.0, read_multiple=0.9)
+    first, later, plain = dear.usd(0, 0, 30_000), dear.usd(0, 29_100, 900), dear.usd(30_000, 0, 0)
+    brute = next(k for k in range(1, 1000) if k * plain > first + (k - 1) * later)
+    assert api_calls(dear, 5, 30_000, 900, 4.0)["pays_from_call"] == brute == 16
