@@ -35,6 +35,7 @@ from .explainers import (
     fetch_plan,
     gpu_usd_per_month,
     idle_ttft_s,
+    money_of,
     transfer,
     transfer_of,
     warm_ttft_s,
@@ -56,5 +57,5 @@ __all__ = [
     "stream",
     # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
     "RACE", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_race", "fetch_plan",
-    "gpu_usd_per_month", "idle_ttft_s", "run_money", "transfer", "transfer_of", "warm_ttft_s",
+    "gpu_usd_per_month", "idle_ttft_s", "money_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
 ]

@@ -24,6 +24,7 @@ from model import (
     fetch_plan,
     gpu_usd_per_month,
     idle_ttft_s,
+    money_of,
     simulate,
     transfer,
     transfer_of,
@@ -301,3 +302,10 @@ def test_caching_pays_at_once_when_writes_cost_no_more_than_plain_input():
     first, later, plain = dear.usd(0, 0, 30_000), dear.usd(0, 29_100, 900), dear.usd(30_000, 0, 0)
     brute = next(k for k in range(1, 1000) if k * plain > first + (k - 1) * later)
     assert api_calls(dear, 5, 30_000, 900, 4.0)["pays_from_call"] == brute == 16
+
+
+def test_money_of_a_result_is_cheap_for_the_page_and_needs_no_second_run():
+    result = simulate(DEFAULT.with_text({"duration_s": "30"}))
+    m = money_of(result.scenario, result.prefill_gpu_s, result.recompute_gpu_s)
+    assert m["gpu"]["prefill_usd_per_month"] == round(gpu_usd_per_month(result.prefill_gpu_s, 30.0, 3.0), 6)
+    assert "api_bill" not in m and m["api_fanout"]["ratio"] == pytest.approx(12.5 / 2.15, abs=1e-6)
