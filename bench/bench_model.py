@@ -6,7 +6,9 @@ Scenarios: the lab's default; the default with eight cache-aware replicas
 (the costliest router, since it looks into every tree); a heavy one
 (16 replicas, 30 minutes, a tenant surge, cache-aware); and the default and
 the heavy one again in serving mode (`fleet.decode=true`: batched decode
-under one KV budget, sessions that wait for their answers). Prints the
+under one KV budget, sessions that wait for their answers); and agent
+traffic (fan-outs; heavier runs with the cost router fetching over RDMA;
+fan-outs in serving mode). Prints the
 median and best of N runs of `model.simulate`, wall clock and CPU time of
 this process (on a shared machine the CPU time is the steadier figure).
 """
@@ -25,6 +27,13 @@ SCENARIOS = {
     "heavy: 16 replicas, 30 min, surge": HEAVY,
     "serving: default": {"fleet.decode": "true"},
     "serving: heavy": {**HEAVY, "fleet.decode": "true"},
+    "agents: fan-outs of 8, 16 GB": {"traffic.kind": "agent", "traffic.agent_fanout": "8", "fleet.memory_gb": "16",
+                                     "router.kind": "cache_aware"},
+    "agents: 0.3 runs/s, cost, RDMA fetch": {"traffic.kind": "agent", "traffic.agent_rate": "0.3",
+                                             "hardware.preset": "article_14b_h100", "fleet.memory_gb": "24",
+                                             "router.kind": "cost", "fleet.fetch": "rdma"},
+    "agents: serving, fan-outs of 8": {"traffic.kind": "agent", "traffic.agent_fanout": "8", "fleet.memory_gb": "16",
+                                       "fleet.decode": "true", "router.kind": "cache_aware"},
 }
 
 

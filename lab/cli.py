@@ -2,7 +2,8 @@
 
 Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
 (build if needed, then serve it), `keys`, `missions` and `score`; `replay`
-(a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py).
+(a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
+and the article's arithmetic: `crossover`, `transfer`, `money` and `fanout`.
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -256,6 +257,96 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the article's arithmetic: crossover, transfer, money, fanout ---------------------------------
+
+def _crossover(args: argparse.Namespace) -> int:
+    from model import crossover_of
+
+    x = crossover_of(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(x, indent=1))
+        return 0
+    i = x["inputs"]
+    flips = "never" if x["flips_at_queued"] is None else f"from {x['flips_at_queued']} queued on"
+    _out(f"{x['hardware']}: a {i['prompt_tokens']:,}-token prompt; the warm GPU lacks {i['new_tokens']:,} of it "
+         f"({x['cached_fraction'] * 100:.1f}% cached) and has {i['queued']} queued of {i['queued_tokens']:,} tokens")
+    _out(f"idle GPU   {x['idle_ttft_s']:8.3f} s   recomputes the whole prompt")
+    _out(f"warm GPU   {x['warm_ttft_s']:8.3f} s   {x['queue_s']:.3f} s of queue + {x['warm_prefill_s']:.3f} s of prefill")
+    _out(f"winner     {x['winner']}; the warm GPU needs more than {x['breakeven_cached_fraction'] * 100:.1f}% cached "
+         f"to win; the idle GPU wins {flips}")
+    _notes(x["notes"])
+    return 0
+
+
+def _transfer(args: argparse.Namespace) -> int:
+    from model import transfer_of
+
+    t = transfer_of(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(t, indent=1))
+        return 0
+    i = t["inputs"]
+    _out(f"{t['hardware']}: the KV of {i['cached_tokens']:,} tokens of a {i['prompt_tokens']:,}-token prompt, "
+         f"{t['kv_bytes_per_token'] / 1024:g} KiB a token: {t['kv_bytes'] / 1e9:.2f} GB")
+    _out(f"recompute  {t['recompute_s'] * 1000:9.1f} ms   (the whole prompt: {t['prompt_recompute_s'] * 1000:.1f} ms)")
+    for tier in ("rdma", "nvme", "host"):
+        rate = t["link_bytes_per_s"][tier] / 1e9
+        _out(f"{tier:<10s} {t[tier + '_s'] * 1000:9.1f} ms   at {rate:g} GB/s; first token after "
+             f"{t[tier + '_ttft_s'] * 1000:.1f} ms with the rest computed")
+    _out(f"any link above {t['breakeven_link_bytes_per_s'] / 1e9:.2f} GB/s beats recomputing on this GPU")
+    _notes(t["notes"])
+    return 0
+
+
+def _money(args: argparse.Namespace) -> int:
+    from model import run_money
+
+    m = run_money(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(m, indent=1))
+        return 0
+    c, f, g, b = m["api_calls"], m["api_fanout"], m["gpu"], m["api_bill"]
+    pays = "never" if c["pays_from_call"] is None else f"from call {c['pays_from_call']} on"
+    _out(f"this run, kept up for a month: ${g['prefill_usd_per_month']:,.0f} of prefill GPU time, "
+         f"${g['recompute_usd_per_month']:,.0f} of it recomputing what another replica held "
+         f"(the fleet rents for ${g['fleet_usd_per_month']:,.0f})")
+    _out(f"its calls on an API: ${b['cached_usd']:,.2f} with prompt caching, ${b['uncached_usd']:,.2f} without")
+    _out(f"an agent's calls on an API: ${c['cached_usd']:.4f} with caching, ${c['uncached_usd']:.4f} without; "
+         f"caching pays {pays}" + ("" if c["entry_alive"] else " (each gap outlives the cache entry)"))
+    _out(f"a fan-out: ${f['all_at_once_usd']:.4f} all at once, ${f['first_alone_usd']:.4f} with the first call alone")
+    return 0
+
+
+def _fanout(args: argparse.Namespace) -> int:
+    from model import RACE, Scenario, fanout_race
+
+    race = fanout_race(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE)))
+    if args.json:
+        _out(json.dumps(race, indent=1))
+        return 0
+    _out("sub-calls      read  computed  span p50 ms  TTFT p99 ms  hit rate  API $ (cached)")
+    for name in ("race", "warm_first"):
+        r = race[name]
+        _out(f"{name:<12s} {r['read']:>6d} {r['computed']:>9d} {r['span_p50_ms']:>12.0f} {r['ttft_p99_ms']:>12.0f} "
+             f"{r['hit_rate'] * 100:>8.1f}%  {r['api_cached_usd']:>8.2f}")
+    _notes(race.get("notes", []))
+    return 0
+
+
+def _notes(notes: list[str]) -> None:
+    for note in notes:
+        _out(f"note: {note}")
+
+
+def _explainer(verbs: Any, name: str, helptext: str, func: Any, base: str = "the default scenario") -> None:
+    p = verbs.add_parser(name, help=helptext)
+    p.add_argument("scenario", nargs="?", help=f"scenario JSON file (default: {base})")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a dotted key, e.g. crossover.queued=4 (repeatable; see prefix-lab keys)")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=func)
+
+
 def _pairs(sets: list[str]) -> list[tuple[str, str]]:
     pairs = []
     for item in sets:
@@ -315,6 +406,14 @@ def parser() -> argparse.ArgumentParser:
     from .traces import add_replay_verb
     add_replay_verb(verbs).set_defaults(func=_replay)
     add_sweep_verb(verbs).set_defaults(func=_sweep)
+    _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",
+               _crossover)
+    _explainer(verbs, "transfer", "moving a prefix's KV over RDMA, NVMe or PCIe instead of recomputing it (transfer.*)",
+               _transfer)
+    _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "
+               "(money.*)", _money)
+    _explainer(verbs, "fanout", "agent fan-outs sent all at once against the first call alone", _fanout,
+               base="agent traffic fanning out to 8 sub-calls, 16 GB a replica, cache-aware routing")
     return p
 
 

@@ -3,13 +3,15 @@
 `simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
 serving mode (batched decode under one KV budget, on a hardware profile from
 `hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
-of synthetic chat (model/trace.py). Standard library only,
+of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats. The
+explainers (crossover, transfer, money) are pure functions of a profile. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
 Other packages import from here only: these names are the model's public surface.
 """
 
+from .article import RACE, fanout_race, run_money
 from .config import (
     BURST_FACTOR,
     EVENT_MAX_DURATION_S,
@@ -25,6 +27,20 @@ from .config import (
     spec_of,
 )
 from .engine import Run, simulate
+from .explainers import (
+    api_calls,
+    api_fanout,
+    crossover,
+    crossover_of,
+    explainer_profile,
+    fetch_plan,
+    gpu_usd_per_month,
+    idle_ttft_s,
+    money_of,
+    transfer,
+    transfer_of,
+    warm_ttft_s,
+)
 from .hardware import PRESETS, build, profile_of
 from .hindsight import explain
 from .metrics import Result, percentile
@@ -54,4 +70,7 @@ __all__ = [
     # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines",
+    # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
+    "RACE", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_race", "fetch_plan",
+    "gpu_usd_per_month", "idle_ttft_s", "money_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
 ]

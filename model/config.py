@@ -8,9 +8,13 @@ as dotted keys with text values (`Scenario.with_text`, used by the CLI's
 
 The dotted keys are a contract shared with the page URL and the CLI:
 `seed`, `duration_s`, `dynamic_text`, `traffic.*`, `fleet.*`, `router.*`,
-`hardware.*`, `events`. Unknown keys are errors, never ignored. `fleet.decode`
-picks the mode: false (the default) is the seed's lab model, prefill only;
-true is serving mode (`model/serving.py`).
+`hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `events`. Unknown keys
+are errors, never ignored. `fleet.decode` picks the mode: false (the default)
+is the seed's lab model, prefill only; true is serving mode
+(`model/serving.py`). `traffic.kind` picks the request source (chat sessions
+or agent runs); `crossover.*`, `transfer.*` and `money.*` are the inputs of
+the explainers (`model/explainers.py`), which no run reads except
+`transfer.*`'s link speeds when `fleet.fetch` is on.
 
 Events have a compact text form for URLs and `--set`:
 `timestamp@120`, `surge@60+90` (start 60 s, lasting 90 s), `burst@30+20x3`
@@ -30,16 +34,21 @@ from .routers import ROUTERS
 __all__ = [
     "DYNAMIC_TEXT",
     "EVENT_KINDS",
+    "FETCH_TIERS",
     "KEYS",
     "TOKENS_PER_GB",
+    "TRAFFIC_KINDS",
+    "Crossover",
     "Event",
     "Fleet",
     "Hardware",
+    "Money",
     "Routing",
     "Scenario",
     "ScenarioError",
     "Spec",
     "Traffic",
+    "Transfer",
     "describe",
     "format_text",
     "parse_events",
@@ -48,6 +57,8 @@ __all__ = [
 ]
 
 TOKENS_PER_GB = 8192
+TRAFFIC_KINDS = ("chat", "agent")
+FETCH_TIERS = ("off", "rdma", "nvme", "host")
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
 MAX_EVENTS = 24
@@ -167,6 +178,24 @@ class Traffic(_Section):
     user_min: int = _spec(40, 1, 100_000, doc="fewest tokens in a user turn")
     user_max: int = _spec(240, 1, 100_000, doc="most tokens in a user turn")
     answer_mean: int = _spec(220, 1, 100_000, doc="mean tokens in an answer")
+    # the request source: the seed's chat sessions, or agent runs (model/agents.py)
+    kind: str = _spec("chat", choices=TRAFFIC_KINDS, doc="request source: chat sessions or agent runs")
+    agent_rate: float = _spec(0.1, 0.001, 10.0, page=(0.02, 1, 0.02), doc="agent: new agent runs per second (Poisson)")
+    agent_steps: float = _spec(20.0, 1.0, 200.0, doc="agent: mean calls per run (geometric, at least 1)")
+    agent_tools_tokens: int = _spec(8000, 0, 100_000, doc="agent: tokens of tool definitions after the system "
+                                                          "prompt, shared by every run with that system prompt")
+    agent_result_tokens: int = _spec(900, 1, 100_000, doc="agent: mean tokens of a tool result, the part of each "
+                                                          "call that is new (uniform, half to one and a half times)")
+    agent_tool_s: float = _spec(4.0, 0.0, 3600.0, doc="agent: mean seconds between an answer and the next call "
+                                                      "(uniform, half to one and a half times)")
+    agent_fanout: int = _spec(0, 0, 64, doc="agent: sub-calls a fan-out step sends at once, sharing its prefix "
+                                            "(0: no fan-out)")
+    agent_fanout_every: int = _spec(5, 1, 200, doc="agent: every this many calls of a run is a fan-out")
+    agent_fanout_tokens: int = _spec(4000, 1, 100_000, doc="agent: new tokens every sub-call of a fan-out shares "
+                                                           "(the tool result they all read)")
+    agent_branch_tokens: int = _spec(200, 1, 100_000, doc="agent: tokens of each sub-call's own instruction")
+    agent_warm_first: bool = _spec(False, doc="agent: send one sub-call of a fan-out first and the rest at its first "
+                                              "token, so they find the shared prefix cached (false: all at once)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +221,9 @@ class Fleet(_Section):
     token_budget: int = _spec(2048, 16, 1_000_000, page=(256, 16384, 256),
                               doc="serving mode: tokens one step may compute (decode tokens count one each)")
     max_running: int = _spec(256, 1, 4096, doc="serving mode: most sequences a replica runs at once")
+    # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
+    fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
+                                                       "(transfer.*) when that beats recomputing it; off = never")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +270,53 @@ class Hardware(_Section):
     utilisation: float | None = _spec(None, 0.01, 1.0, off=True,
                                       doc="share of peak FLOP/s a prefill reaches (off: the preset's)")
     hbm_tb_s: float | None = _spec(None, 0.01, 100.0, off=True, doc="memory bandwidth, TB/s (off: the preset's)")
+
+
+@dataclass(frozen=True, slots=True)
+class Crossover(_Section):
+    """The article's crossover: an idle GPU recomputing a whole prompt, a warm one holding most of it behind a queue."""
+
+    PREFIX: ClassVar[str] = "crossover."
+
+    prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), doc="crossover: tokens in the prompt")
+    new_tokens: int = _spec(900, 0, 10_000_000, page=(0, 30_000, 100),
+                            doc="crossover: tokens of the prompt the warm GPU lacks (the rest it holds)")
+    queued: int = _spec(3, 0, 1000, page=(0, 10, 1), doc="crossover: requests queued on the warm GPU")
+    queued_tokens: int = _spec(8000, 0, 10_000_000, page=(0, 32_000, 500),
+                               doc="crossover: uncached tokens of each queued request")
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer(_Section):
+    """Moving a prefix's KV over a link instead of recomputing it: the article's example and each link's speed."""
+
+    PREFIX: ClassVar[str] = "transfer."
+
+    prompt_tokens: int = _spec(30_000, 1, 10_000_000, doc="transfer: tokens in the prompt")
+    cached_tokens: int = _spec(29_000, 0, 10_000_000, doc="transfer: tokens of it whose KV is moved (a peer holds them)")
+    rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, doc="transfer: RDMA fabric, gigabits per second")
+    nvme_gb_s: float = _spec(7.0, 0.01, 10_000.0, doc="transfer: NVMe drive, GB (10**9 bytes) per second")
+    host_gb_s: float = _spec(64.0, 0.01, 10_000.0, doc="transfer: host memory over PCIe 5.0 x16, GB (10**9 bytes) "
+                                                       "per second each way")
+
+
+@dataclass(frozen=True, slots=True)
+class Money(_Section):
+    """Prices: a GPU-hour for the fleet, and an API's input price with its prompt-caching multiples."""
+
+    PREFIX: ClassVar[str] = "money."
+
+    gpu_usd_per_hour: float = _spec(3.0, 0.0, 1000.0, doc="money: US dollars per GPU-hour (set your own)")
+    input_usd_per_mtok: float = _spec(2.0, 0.0, 1000.0, doc="money: API input price, US dollars per million tokens")
+    read_multiple: float = _spec(0.1, 0.0, 10.0, doc="money: a cache read's price as a multiple of the input price")
+    write_multiple: float = _spec(1.25, 0.0, 10.0, doc="money: a cache write's price as a multiple of the input price")
+    lifetime_s: float = _spec(300.0, 0.0, 86_400.0, doc="money: seconds a cache entry lives after its last use")
+    calls: int = _spec(20, 1, 100_000, doc="money: calls in an agent run, each repeating the previous prompt")
+    prompt_tokens: int = _spec(30_000, 1, 10_000_000, doc="money: tokens in each call's prompt")
+    new_tokens: int = _spec(900, 0, 10_000_000, doc="money: tokens of each call's prompt new since the call before")
+    gap_s: float = _spec(4.0, 0.0, 86_400.0, doc="money: seconds between one call and the next")
+    branches: int = _spec(10, 1, 1000, doc="money: sub-calls of a fan-out, all sharing a prompt of "
+                                           "money.prompt_tokens")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.
@@ -298,6 +377,9 @@ class Scenario:
     fleet: Fleet = field(default_factory=Fleet)
     router: Routing = field(default_factory=Routing)
     hardware: Hardware = field(default_factory=Hardware)
+    crossover: Crossover = field(default_factory=Crossover)
+    transfer: Transfer = field(default_factory=Transfer)
+    money: Money = field(default_factory=Money)
     events: tuple[Event, ...] = ()
 
     def __post_init__(self) -> None:
@@ -343,7 +425,8 @@ class Scenario:
 
 # -- keys and text --------------------------------------------------------
 
-_SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing, "hardware": Hardware}
+_SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing, "hardware": Hardware, "crossover": Crossover,
+             "transfer": Transfer, "money": Money}
 
 
 def _keys() -> tuple[str, ...]:
@@ -566,6 +649,12 @@ def _check(s: Scenario) -> None:
     if f.decode and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")
+    for key, part, whole in (("crossover.new_tokens", s.crossover.new_tokens, s.crossover.prompt_tokens),
+                             ("transfer.cached_tokens", s.transfer.cached_tokens, s.transfer.prompt_tokens),
+                             ("money.new_tokens", s.money.new_tokens, s.money.prompt_tokens)):
+        if part > whole:
+            raise ScenarioError(f"{key}: {part} is more than {key.split('.')[0]}.prompt_tokens ({whole}); "
+                                "it is a part of the prompt")
     if len(s.events) > MAX_EVENTS:
         raise ScenarioError(f"events: {len(s.events)} events; use at most {MAX_EVENTS}")
     for i, e in enumerate(s.events):

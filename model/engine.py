@@ -14,8 +14,10 @@ the run goes on past `duration_s` until the last queue drains.
 
 from collections.abc import Iterable, Sequence
 
+from .agents import AgentRuns
 from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
+from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from .metrics import BINS, RequestRecord, Result, Series, headline, ms, percentile, ratio
@@ -51,20 +53,29 @@ class Run:
     """
 
     __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
-                 "backlog", "in_use", "cached", "arrived", "_source", "_stream")
+                 "backlog", "in_use", "cached", "arrived", "_source", "_stream", "agents", "link")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
-        self.requests = generate(scenario, limit) if requests is None else requests
-        self._source = iter(self.requests)  # requests not yet arrived; the next one waits on the loop
+        # agent runs send each call when the one before is answered (model/agents.py); chat is a fixed list
+        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        if self.agents is not None:
+            self.requests: Iterable[Request] = self.agents.sent  # grows as calls are sent
+        else:
+            self.requests = generate(scenario, limit) if requests is None else requests
+        self._source = iter(()) if self.agents is not None else iter(self.requests)  # requests not yet arrived
         self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
         self.arrived = 0
         p = self.profile
         self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
                          for i in range(fleet.replicas)]
+        self.link = fleet_link(scenario)  # bytes a second a replica fetches a peer's prefix at; None: it never does
+        if self.link is not None:
+            for r in self.replicas:
+                r.fetcher = self._fetch
         self.dispatch = Dispatcher(scenario, force)
         self.loop = EventLoop()
         self.served: list[Served] = []
@@ -72,9 +83,12 @@ class Run:
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
         self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
         self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
-        first = next(self._source, None)
-        if first is not None:
-            self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
+        if self.agents is not None:
+            self.agents.attach(self.loop, self._route)
+        else:
+            first = next(self._source, None)
+            if first is not None:
+                self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
         self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
 
     def step(self) -> bool:
@@ -96,15 +110,27 @@ class Run:
         if self._stream:  # no one else keeps a stream's requests: keep what is measured, not the prompt
             served.request = served.request._replace(keys=(), sizes=())
         self.served.append(served)
+        if self.agents is not None:  # lab mode: the first token and the whole answer come when prefill ends
+            self.agents.first_token(served.request)
+            self.agents.answered(served.request)
         if replica.queue:
             self._start(replica)
 
+    def _fetch(self, replica: Replica, request: Request, matched: int) -> tuple[int, float]:
+        """What `replica` would fetch of `request` beyond its `matched` tokens: the best peer's match, if faster."""
+        keys = request.keys
+        peer = max((r.tree.peek(keys) for r in self.replicas if r is not replica), default=0)
+        return fetch_plan(self.profile, peer - matched, self.link)
+
     def _arrive(self, request: Request) -> None:
-        replicas, loop = self.replicas, self.loop
-        self.arrived += 1
         following = next(self._source, None)
         if following is not None:  # arrivals are sorted: keep only the next one on the heap
-            loop.at(following.arrival_s, ARRIVE, self._arrive, following)
+            self.loop.at(following.arrival_s, ARRIVE, self._arrive, following)
+        self._route(request)
+
+    def _route(self, request: Request) -> None:
+        replicas, loop = self.replicas, self.loop
+        self.arrived += 1
         view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
         ticket = replica.enqueue(request)
@@ -130,11 +156,15 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     tokens_per_s = profile.prefill_tokens_per_s()
     records = []
     makespan = 0.0
+    fetched, fetch_s = 0, 0.0
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
         cached = s.cached_tokens
-        recomputed = max(0, min(prompt - cached, s.held_elsewhere - cached))
+        have = cached + s.fetched_tokens  # fetched tokens are not recomputed
+        recomputed = max(0, min(prompt - have, s.held_elsewhere - have))
+        fetched += s.fetched_tokens
+        fetch_s += s.fetch_s
         queue_s = s.start_s - r.arrival_s
         records.append(RequestRecord(
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
@@ -160,6 +190,8 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         hardware=profile.preset,
         kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
         notes=notes,
+        fetched_tokens=fetched,
+        fetch_s=round(fetch_s, 6),
     )
 
 

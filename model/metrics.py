@@ -131,11 +131,13 @@ class Result:
     hardware: str = "lab"  # the preset the run used
     kv_budget_tokens: int = 0  # KV tokens per replica (fleet.memory_gb): the cache's (lab), running + cached (serving)
     notes: tuple[str, ...] = ()  # what the run changed to make the scenario runnable, in words
+    fetched_tokens: int = 0  # prompt tokens replicas moved from a peer instead of recomputing (fleet.fetch)
+    fetch_s: float = 0.0  # seconds those moves took (counted in prefill_gpu_s: the replica waits for them)
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
                "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps",
-               "configured_rps", "rejected")
+               "configured_rps", "rejected", "fetched_tokens", "fetch_s")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""

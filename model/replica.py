@@ -9,11 +9,18 @@ When prefill ends, the replica caches the prompt and its answer (a replayed
 trace's request has no answer key: its prompt only) and releases the lock.
 With the cache off, nothing matches and nothing is cached.
 
+Fetching (`fleet.fetch`, off by default): the engine gives each replica a
+`fetcher` that says how much of a prompt beyond its own match it would move
+from a peer, and in how many seconds (`explainers.fetch_plan`). A request's
+time is then the fetch plus prefill of what is still missing; the fetched
+prefix is cached with the prompt when prefill ends, like any computed one.
+
 `backlog(now)` is the router's view of load: seconds of work queued and
 running, with queued work estimated from the match at routing time.
 """
 
 from collections import deque
+from collections.abc import Callable
 
 from .radix import Node, RadixTree
 from .traffic import Request
@@ -25,7 +32,7 @@ class Served:
     """What happened to one request on its replica (filled in as it goes)."""
 
     __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s", "cached_tokens", "held_elsewhere",
-                 "waited")
+                 "waited", "fetched_tokens", "fetch_s")
 
     def __init__(self, request: Request, replica: int, lock: Node | None, matched: int, estimate_s: float,
                  waited: bool) -> None:
@@ -38,13 +45,15 @@ class Served:
         self.cached_tokens = matched  # at routing; matched again when prefill starts
         self.held_elsewhere = 0  # most tokens another replica held at routing (set by the engine)
         self.waited = waited  # queued behind another request: its tree will have changed by its start
+        self.fetched_tokens = 0  # moved from a peer when prefill started (fleet.fetch)
+        self.fetch_s = 0.0  # seconds that took, part of prefill_s
 
 
 class Replica:
     """A replica's queue, cache and running totals."""
 
     __slots__ = ("index", "tree", "cache", "overhead_s", "tokens_per_s", "queue", "running",
-                 "busy_until", "queued_work_s", "busy_s", "last_routed")
+                 "busy_until", "queued_work_s", "busy_s", "last_routed", "fetcher")
 
     def __init__(self, index: int, capacity_tokens: int, cache: bool, overhead_s: float,
                  tokens_per_s: float) -> None:
@@ -59,6 +68,8 @@ class Replica:
         self.queued_work_s = 0.0  # sum of estimate_s over the queue
         self.busy_s = 0.0
         self.last_routed = -1  # id of the last request routed here (for tie-breaks)
+        # (replica, request, tokens matched here) -> (tokens to fetch from a peer, seconds); None: no fetching
+        self.fetcher: Callable[[Replica, Request, int], tuple[int, float]] | None = None
 
     def backlog(self, now: float) -> float:
         """Seconds of work ahead of a request routed here now."""
@@ -78,8 +89,11 @@ class Replica:
         if self.cache:
             lock, _, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        served = Served(request, self.index, lock, matched, self.prefill_s(request.prompt_tokens - matched),
-                        self.running is not None)
+        estimate = self.prefill_s(request.prompt_tokens - matched)
+        if self.fetcher is not None:
+            tokens, seconds = self.fetcher(self, request, matched)
+            estimate = self.prefill_s(request.prompt_tokens - matched - tokens) + seconds
+        served = Served(request, self.index, lock, matched, estimate, self.running is not None)
         self.queue.append(served)
         self.queued_work_s += served.estimate_s
         return served
@@ -97,6 +111,10 @@ class Replica:
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
         served.prefill_s = self.prefill_s(served.request.prompt_tokens - served.cached_tokens)
+        if self.fetcher is not None:
+            served.fetched_tokens, served.fetch_s = self.fetcher(self, served.request, served.cached_tokens)
+            missing = served.request.prompt_tokens - served.cached_tokens - served.fetched_tokens
+            served.prefill_s = self.prefill_s(missing) + served.fetch_s
         self.busy_until = now + served.prefill_s
         self.busy_s += served.prefill_s
         self.running = served

@@ -22,6 +22,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from .explainers import fetch_plan, fleet_link
+from .hardware import profile_of
 from .memory import Memory
 from .rng import stream
 
@@ -364,9 +366,13 @@ class Cost:
 
     For each replica: its backlog plus the prefill time of the prompt tokens
     it is believed not to hold; the smallest sum wins (ties as everywhere).
-    Source: Mooncake's Conductor (transfer + queue + prefill per candidate,
-    Qin et al. 2024) and NVIDIA Dynamo's KV router (cost of new prefill
-    blocks plus load).
+    With fetching on (`fleet.fetch`, lab mode), a replica may move what the
+    best other replica is believed to hold beyond its own match, at the
+    tier's speed, when that beats computing it (`explainers.fetch_plan`, the
+    replicas' own rule): its estimate is then backlog + transfer + prefill of
+    the rest. Source: Mooncake's Conductor (transfer + queue + prefill per
+    candidate, Qin et al. 2024) and NVIDIA Dynamo's KV router (cost of new
+    prefill blocks plus load).
     """
 
     key: ClassVar[str] = "cost"
@@ -374,15 +380,39 @@ class Cost:
     rule: ClassVar[str] = "picks the replica whose queue plus uncached prefill is shortest"
 
     def __init__(self, scenario: Scenario) -> None:
-        pass
+        self.link = fleet_link(scenario)  # None: no fetching, the estimate is queue + prefill
+        self.profile = profile_of(scenario)[0] if self.link is not None else None
 
     def estimate(self, view: View, i: int) -> float:
         """Seconds until the request's first token on replica `i`, as the router estimates them."""
         r = view.replicas[i]
-        return view.backlog(i) + r.prefill_s(view.request.prompt_tokens - view.matched(i))
+        if self.link is None:
+            return view.backlog(i) + r.prefill_s(view.request.prompt_tokens - view.matched(i))
+        return self._fetching(view, i, _top_two(view.matches()))
 
     def choose(self, view: View) -> int:
-        return min(view.replicas, key=lambda r: (self.estimate(view, r.index), r.last_routed, r.index)).index
+        if self.link is None:
+            return min(view.replicas, key=lambda r: (self.estimate(view, r.index), r.last_routed, r.index)).index
+        top = _top_two(view.matches())
+        return min(view.replicas, key=lambda r: (self._fetching(view, r.index, top), r.last_routed, r.index)).index
+
+    def _fetching(self, view: View, i: int, top: tuple[int, int]) -> float:
+        """backlog + transfer of what the best other replica holds beyond i's match (if faster) + prefill of the rest."""
+        matched = view.matched(i)
+        peer = top[1] if matched == top[0] else top[0]  # the best other replica's match
+        tokens, seconds = fetch_plan(self.profile, peer - matched, self.link)  # type: ignore[arg-type]
+        return view.backlog(i) + seconds + view.replicas[i].prefill_s(view.request.prompt_tokens - matched - tokens)
+
+
+def _top_two(values: list[int]) -> tuple[int, int]:
+    """The largest value and the second largest (equal to it if it occurs twice; 0 if there is one value)."""
+    first = second = 0
+    for v in values:
+        if v > first:
+            first, second = v, first
+        elif v > second:
+            second = v
+    return first, second
 
 
 Policy = RoundRobin | RandomChoice | LeastLoaded | ConsistentHash | CacheAware | PowerOfTwo | BoundedHash | \

@@ -130,7 +130,7 @@ class ServingReplica:
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0",
                  "run_steps", "run_kv", "chunks", "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_compute_s",
-                 "stalls", "order")
+                 "stalls", "order", "on_first")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -172,6 +172,7 @@ class ServingReplica:
         self.prefill_compute_s = 0.0  # prefill compute: prompt tokens computed × seconds per token
         self.stalls = Stalls()
         self.order = itertools.count()  # breaks ties between sequences ending at the same step: first joined first
+        self.on_first: Callable[[Seq], None] | None = None  # called with each sequence at its first token, if set
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -357,6 +358,8 @@ class ServingReplica:
             self.tree.unlock(seq.lock)  # type: ignore[arg-type]
             seq.lock = node
         seq.join, seq.segment = self.steps, len(self.stalls.first_end)
+        if self.on_first is not None:
+            self.on_first(seq)
         if r.answer_tokens == 1:
             self._answer_done(seq, now, decoding=False)
             return

@@ -13,6 +13,7 @@ session has sent its last turn and every answer is out.
 
 from collections.abc import Iterable, Sequence
 
+from .agents import AgentRuns
 from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
 from .hardware import profile_of
@@ -29,14 +30,19 @@ class ServingRun:
     """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
 
     __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
-                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream")
+                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream", "agents")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)
-        self.source = ChatSessions(scenario, limit) if requests is None else None
+        if fleet.fetch != "off":
+            self.notes += (f"fleet.fetch={fleet.fetch} is modelled in lab mode only: this serving run recomputes "
+                           "what a peer holds",)
+        # agent runs (model/agents.py) send each call when the one before is answered, as chat sessions do
+        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        self.source = ChatSessions(scenario, limit) if requests is None and self.agents is None else None
         self.requests = requests
         self._pending = iter(requests if requests is not None else ())  # given requests not yet sent
         self._stream = requests is not None and not isinstance(requests, Sequence)  # a trace being read
@@ -53,7 +59,11 @@ class ServingRun:
         self.backlog: list[list[float]] = [[] for _ in range(n)]  # [replica][bin], at bin end
         self.running: list[list[int]] = [[] for _ in range(n)]
         self.cached: list[list[int]] = [[] for _ in range(n)]
-        if self.source is not None and self.source.sessions:
+        if self.agents is not None:
+            self.agents.attach(self.loop, self._route)
+            for r in self.replicas:
+                r.on_first = self._first
+        elif self.source is not None and self.source.sessions:
             self.loop.at(self.source.sessions[0].start_s, ARRIVE, self._start_session, 0)
         elif (first := next(self._pending, None)) is not None:
             self.loop.at(first.arrival_s, ARRIVE, self._replay, first)
@@ -100,11 +110,16 @@ class ServingRun:
         else:
             seq.held_elsewhere = held
 
+    def _first(self, seq: Seq) -> None:
+        self.agents.first_token(seq.request)  # type: ignore[union-attr]
+
     def _done(self, seq: Seq) -> None:
         if self._stream:  # no one else keeps a stream's requests: keep what is measured, not the prompt
             seq.request = seq.request._replace(keys=(), sizes=())
         self.served.append(seq)
         r = seq.request
+        if self.agents is not None:
+            self.agents.answered(r)
         if self.source is not None:
             gap = self.source.gap_after(r.session, r.turn)
             if gap is not None:
@@ -156,6 +171,8 @@ def _measure(run: ServingRun) -> Result:
     window = scenario.duration_s
     offered = sum(1 for rec in records if rec.arrival_s < window) + sum(1 for r in run.rejected if r.arrival_s < window)
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
+    if run.agents is not None:
+        nominal = run.agents.nominal_s()
     return Result(
         scenario=scenario,
         **headline(records, [rep.busy_s for rep in replicas], [rep.prefill_compute_s for rep in replicas], horizon),

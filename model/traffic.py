@@ -166,24 +166,28 @@ def _zipf_cumulative(n: int, s: float) -> list[float]:
     return list(accumulate(1.0 / (k ** s) for k in range(1, n + 1)))
 
 
-def _session_starts(scenario: Scenario, limit: int | None = None) -> list[float]:
+def _session_starts(scenario: Scenario, limit: int | None = None, rate: float | None = None,
+                    label: str = "arrivals") -> list[float]:
     """Poisson arrival times over [0, duration_s), with bursts multiplying the rate.
 
     Unit-rate exponential gaps are mapped through the inverse of the cumulative
     rate (time rescaling), so a burst changes arrivals only from its start on.
+    `rate` (default `traffic.session_rate`) and the stream's `label` let another
+    request source (agent runs) draw its own starts the same way.
     """
     end = scenario.duration_s
     bursts = scenario.events_of("burst")
     cuts = sorted({0.0, end, *(min(b.at_s, end) for b in bursts), *(min(b.ends_s(), end) for b in bursts)})
     pieces = []  # (start, stop, rate) with constant rate inside
+    base = scenario.traffic.session_rate if rate is None else rate
     for a, b in zip(cuts, cuts[1:]):
-        rate = scenario.traffic.session_rate
+        rate = base
         for burst in bursts:
             if burst.at_s <= a < burst.ends_s():
                 rate *= burst.factor
         pieces.append((a, b, rate))
 
-    rng = stream(scenario.seed, "arrivals")
+    rng = stream(scenario.seed, label)
     starts, piece, budget = [], 0, rng.expovariate(1.0)
     now = 0.0
     while piece < len(pieces):

@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "c00516b4b6c5e13ff6d22ea7e3fe675af1e1b524ec6756af02d3a1639ded0964",
-    "burst_tight_memory": "6e5c2337f59454e1b62340e3cb5929d5ae1216d28ef2fa926e12930c99faa8e9",
-    "default": "e4c997e6aa018e1eef973f070b4e771a71af324ca03b91fd7b3dd68befaee053",
-    "prefill_first": "fa152cd07edd410d4032fae3fd2d916bec2257f1000f0bfdf93273fc67eabbab",
+    "a100_surge": "9ea0d47d7ccd570e5cb3d30d49f0580922ba596d0cfce1ec2334f03c9c3db21e",
+    "burst_tight_memory": "b9789623258edd5665c7b446f155c41a1e943bf261412429cde422433f3ff429",
+    "default": "9675d89d6407ac9179a68f72f8766d383f0cc45d15897b4387937a9f3066b9f1",
+    "prefill_first": "7014df4f82fc2554a18712c70333481508b3dc2714b74a6a81ae538afdfb0ae3",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "0ecc609630024ce5e8b174059d6ddec73fff104f879441cee17e5a5f9fdbe757",
-    "surge_and_burst": "3dfa53d14bc867bb0dcfe3e1124593aad6d8e9769bb2c712a1a6dd6586513ef9",
+    "default": "e681e406db65e7a851bf07dd934c29bcefe18059bcb3f87904d29d0ce82c7a13",
+    "surge_and_burst": "4f02e18b38f7fb1b6f4624bc2811e125248ff2715a71228a9a4dafe88e397416",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
