@@ -14,6 +14,7 @@ Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 
 import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run, here and in CI: a test that passes once passes again.
+# Set HYPOTHESIS_PROFILE=explore to let them search afresh.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 READY = "document.documentElement.dataset.lab === 'ready'"
