@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_page import READY, start_server
+from bench_page import READY
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.browser import launch  # noqa: E402
+from lab.browser import launch, serve_site  # noqa: E402
 
 HEADLINE = ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps", "replica_count")
 SETTLED = "['ready', 'error'].includes(document.documentElement.dataset.lab)"
@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     args = parser.parse_args()
     site = args.site or Path(tempfile.mkdtemp(prefix="prefix-lab-bench-")) / "site"
-    proc, url = start_server(site)
+    proc, url = serve_site(site)
     failed = False
     try:
         with sync_playwright() as p:

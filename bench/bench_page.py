@@ -13,9 +13,7 @@ first numbers under 1 s, ready under 5 s, control-to-chart p95 under 150 ms.
 """
 
 import argparse
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +24,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.browser import launch  # noqa: E402
+from lab.browser import launch, serve_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 # (model tag, value) pairs cycled through by the change benchmark: replicas, router, cache, rate.
@@ -34,16 +32,6 @@ CHANGES = [("ctl:fleet.replicas", "value", v) for v in (2, 6, 3, 8, 5)] + \
           [("ctl:router.kind", "value", v) for v in ("cache_aware", "round_robin", "consistent_hash", "least_loaded")] + \
           [("ctl:fleet.cache", "active", v) for v in (False, True)] + \
           [("ctl:traffic.session_rate", "value", v) for v in (1.5, 3, 2)]
-
-
-def start_server(site: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", str(site), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    for line in proc.stdout:
-        m = re.search(r"is at (http://127\.0\.0\.1:\d+/)", line)
-        if m:
-            return proc, m.group(1)
-    raise SystemExit("prefix-lab serve did not start")
 
 
 def cold_load(browser, url: str) -> dict:
@@ -93,7 +81,7 @@ def main() -> None:
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     args = parser.parse_args()
     site = args.site or Path(tempfile.mkdtemp(prefix="prefix-lab-bench-")) / "site"
-    proc, url = start_server(site)
+    proc, url = serve_site(site)
     try:
         with sync_playwright() as p:
             browser = launch(p)

@@ -20,13 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_page import READY, start_server
+from bench_page import READY
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.browser import launch  # noqa: E402
+from lab.browser import launch, serve_site  # noqa: E402
 
 CHANGES = [("ctl:fleet.replicas", v) for v in (2, 6, 8, 3)] + \
           [("ctl:router.kind", v) for v in ("cache_aware", "round_robin", "least_loaded")] + \
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--site", default=None, help="the site folder to serve (default: a new temporary build)")
     args = parser.parse_args()
     site = Path(args.site) if args.site else Path(tempfile.mkdtemp(prefix="prefix-lab-soak-")) / "site"
-    server, url = start_server(site)
+    server, url = serve_site(site)
     try:
         soak(url, args)
     finally:

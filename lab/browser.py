@@ -1,4 +1,4 @@
-"""Which Chromium the browser tests and benchmarks drive.
+"""Which Chromium the browser tests and benchmarks drive, and the server they drive it against.
 
 Playwright's own build when it is installed (an ordinary developer machine);
 otherwise a system Chromium (Debian's `chromium`), started with the flags that
@@ -7,10 +7,14 @@ package registries.
 """
 
 import os
+import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM_FLAGS", "find_browser", "launch"]
+__all__ = ["CHROMIUM_FLAGS", "find_browser", "launch", "serve_site"]
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -36,3 +40,16 @@ def find_browser(playwright: Any = None) -> str | None:
 def launch(playwright: Any) -> Any:
     """Start headless Chromium: Playwright's own if installed, else the system's."""
     return playwright.chromium.launch(headless=True, executable_path=find_browser(playwright), args=CHROMIUM_FLAGS)
+
+
+def serve_site(site: Path) -> tuple[subprocess.Popen, str]:
+    """Start `prefix-lab serve` on a free port for `site` (building it if needed): the process and its address."""
+    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", str(site), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        found = re.search(r"is at (http://127\.0\.0\.1:\d+/)", line)
+        if found:
+            return proc, found.group(1)
+    raise SystemExit("prefix-lab serve did not start")

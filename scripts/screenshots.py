@@ -8,7 +8,6 @@ mission shots play mission 8 from its broken start (choosing it, then three chan
 
 import argparse
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -18,20 +17,10 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.browser import launch  # noqa: E402
+from lab.browser import launch, serve_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 SIZES = ((1440, 900), (1280, 720), (390, 844))
-
-
-def serve(folder: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", str(folder), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    for line in proc.stdout:
-        found = re.search(r"is at (http://127\.0\.0\.1:\d+/)", line)
-        if found:
-            return proc, found.group(1)
-    raise SystemExit("prefix-lab serve did not start")
 
 
 def shoot(url: str, out: Path) -> list[Path]:
@@ -75,7 +64,7 @@ def main() -> None:
         paths = shoot(args.url, args.out)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            proc, url = serve(Path(tmp) / "site")
+            proc, url = serve_site(Path(tmp) / "site")
             try:
                 paths = shoot(url, args.out)
             finally:
