@@ -53,6 +53,7 @@ class Control:
     off_label: str = ""  # a checkbox with this label sets the key to off
     short: str = ""  # the name in a sentence ("Prefix memory 4 GB"); the label if empty
     unit: str = ""  # written after a number, with its space: " GB"
+    figure: str = ""  # on the full page, the figure (`lab.figures`) it sits beside; "" for the fleet's column
 
     def __post_init__(self) -> None:
         if self.widget not in WIDGETS:
@@ -151,7 +152,36 @@ CONTROLS = (
     Control("dynamic_text", "Dynamic text in the prompt", "buttons",
             labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices), short="Dynamic text"),
     Control("traffic.session_rate", "New sessions per second", "slider", short="Sessions per second"),
+    Control("traffic.kind", "Traffic", "buttons", labels=("Chats", "Agents")),
+    Control("traffic.agent_rate", "New agent runs per second", "slider", enabled_when=("traffic.kind", "agent"),
+            short="Agent runs per second"),
+    Control("fleet.fetch", "Fetch a prefix a peer holds over", "select",
+            labels=("Never: recompute it", "RDMA", "NVMe", "Host memory"), short="Fetch over"),
     Control("seed", "Seed", "number"),
+    # beside the article's figures (lab/figures.py)
+    Control("traffic.agent_fanout", "Sub-calls per fan-out", "slider", enabled_when=("traffic.kind", "agent"),
+            short="Fan-out", figure="fanout"),
+    Control("traffic.agent_warm_first", "Send the first sub-call alone, the rest at its first token", "checkbox",
+            enabled_when=("traffic.kind", "agent"), short="First call first", figure="fanout"),
+    Control("crossover.prompt_tokens", "Prompt (tokens)", "slider", short="Prompt", unit=" tokens",
+            figure="crossover"),
+    Control("crossover.new_tokens", "Tokens the warm GPU lacks", "slider", short="Missing", unit=" tokens",
+            figure="crossover"),
+    Control("crossover.queued", "Requests queued on the warm GPU", "slider", short="Queued", figure="crossover"),
+    Control("crossover.queued_tokens", "Tokens of each queued request", "slider", short="Queued size",
+            unit=" tokens", figure="crossover"),
+    Control("transfer.prompt_tokens", "Prompt (tokens)", "slider", short="Prompt", unit=" tokens", figure="transfer"),
+    Control("transfer.cached_tokens", "Tokens of it a peer holds", "slider", short="Held by a peer",
+            unit=" tokens", figure="transfer"),
+    Control("transfer.rdma_gbps", "RDMA (Gbps)", "slider", short="RDMA", unit=" Gbps", figure="transfer"),
+    Control("transfer.host_gb_s", "Host memory over PCIe (GB/s)", "slider", short="Host memory", unit=" GB/s",
+            figure="transfer"),
+    Control("transfer.nvme_gb_s", "NVMe (GB/s)", "slider", short="NVMe", unit=" GB/s", figure="transfer"),
+    Control("money.calls", "Calls in the agent run", "slider", short="Calls", figure="api"),
+    Control("money.gap_s", "Seconds between calls", "slider", short="Gap", unit=" s", figure="api"),
+    Control("money.lifetime_s", "Cache lifetime (s)", "slider", short="Lifetime", unit=" s", figure="api"),
+    Control("money.gpu_usd_per_hour", "GPU price ($ an hour)", "slider", short="GPU price", unit=" $/h",
+            figure="gpu"),
 )
 _BY_KEY = {c.key: c for c in CONTROLS}
 

@@ -85,6 +85,49 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry("hardware.preset", "Model and GPU", "The model and GPU whose published figures turn tokens into seconds and "
           "bytes; the lab's own preset is the seed's 10,000 tokens a second.",
           brief="Whose figures turn tokens into seconds and bytes."),
+    Entry("traffic.kind", "Traffic", "Chats (the seed's sessions of short turns) or agent runs: long prompts of tool "
+          "definitions and results, each call repeating almost all of the one before.",
+          brief="Chat sessions, or agents whose every call repeats the last one."),
+    Entry("traffic.agent_rate", "Agent runs per second", "How many agent runs start each second; each makes about "
+          "twenty calls, a few seconds apart.",
+          brief="Agent runs starting each second; each makes about twenty calls."),
+    Entry("fleet.fetch", "Fetch over", "Lab mode: a replica missing part of a prompt that a peer holds may copy that "
+          "KV over this link instead of recomputing it, when the copy is faster.",
+          brief="Copy a peer's KV over this link when that beats recomputing it."),
+    Entry("traffic.agent_fanout", "Fan-out", "Every fifth call of an agent run sends this many sub-calls at once, "
+          "all sharing one new prefix.",
+          brief="Sub-calls sent at once, sharing one new prefix."),
+    Entry("traffic.agent_warm_first", "First call first", "Send one sub-call of a fan-out alone and the rest at its "
+          "first token, so they find its prefix cached instead of all computing it.",
+          brief="One sub-call warms the cache; the rest follow at its first token."),
+    Entry("crossover.prompt_tokens", "Prompt", "The length of the prompt both GPUs could serve.",
+          brief="Length of the prompt in question."),
+    Entry("crossover.new_tokens", "Missing", "The part of the prompt the warm GPU does not hold and must compute.",
+          brief="The part the warm GPU must still compute."),
+    Entry("crossover.queued", "Queued", "Requests already waiting on the warm GPU; the new one waits for all of them.",
+          brief="Requests the warm GPU must finish first."),
+    Entry("crossover.queued_tokens", "Queued size", "Uncached tokens each queued request makes the warm GPU compute.",
+          brief="Uncached tokens in each of them."),
+    Entry("transfer.prompt_tokens", "Prompt", "The length of the prompt whose first token we wait for.",
+          brief="Length of the prompt."),
+    Entry("transfer.cached_tokens", "Held by a peer", "Tokens of the prompt another GPU holds: their KV can be copied "
+          "instead of recomputed.",
+          brief="The part whose KV another GPU holds."),
+    Entry("transfer.rdma_gbps", "RDMA", "A GPU-to-GPU network link between machines, in gigabits a second.",
+          brief="Network between machines, gigabits a second."),
+    Entry("transfer.host_gb_s", "Host memory", "KV kept in the machine's own memory, read back over PCIe.",
+          brief="The machine's memory over PCIe, GB a second."),
+    Entry("transfer.nvme_gb_s", "NVMe", "KV kept on a local solid-state drive.",
+          brief="A local solid-state drive, GB a second."),
+    Entry("money.calls", "Calls", "Calls an agent run makes to an API, each prompt repeating the one before.",
+          brief="API calls in one agent run."),
+    Entry("money.gap_s", "Gap", "Seconds between one call and the next (tools running, a person reading).",
+          brief="Seconds between one call and the next."),
+    Entry("money.lifetime_s", "Lifetime", "How long a cached prompt lives after its last use; a longer gap throws it "
+          "away and the next call pays to write it again.",
+          brief="A cached prompt expires this long after its last use."),
+    Entry("money.gpu_usd_per_hour", "GPU price", "What one GPU costs an hour, rented or amortised.",
+          brief="What one GPU costs an hour."),
     Entry("router_overestimate", "Router's wrong guesses", "With its own memory for a view: the share of the cached "
           "tokens the router counted on that the replica it chose no longer held."),
     Entry("duration_s", "Run length", "Seconds during which new chats arrive; the run ends when the last "

@@ -35,13 +35,13 @@ from bokeh.plotting import figure
 from model import Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
+from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE
 
 __all__ = ["embed_page", "lab_page"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{source}, {prop!r}, {live})"
 EVENT_BUTTONS = (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst"))
-CHARTS = ("ttft", "hit", "backlog", "memory", "dist")
 HELP_STYLE = {"font-size": "12px", "color": "#5b6570", "line-height": "1.35"}
 
 
@@ -111,11 +111,13 @@ def _help(c: Control) -> Any:
                          margin=0)
 
 
-def controls(keys: tuple[str, ...] | None = None, helped: bool = True) -> pn.Column:
-    """The controls (those for `keys`, or all), each in its box with its off switch and help line."""
+def controls(keys: tuple[str, ...] | None = None, helped: bool = True, beside: str | None = None,
+             shown: tuple[str, ...] | None = None) -> pn.Column:
+    """The controls (those for `keys`, or those beside figure `beside` ("" the fleet's column), or all), each in
+    its box with its off switch and help line; with `shown`, the boxes of other keys start hidden."""
     boxes = []
     for c in CONTROLS:
-        if keys is not None and c.key not in keys:
+        if (keys is not None and c.key not in keys) or (beside is not None and c.figure != beside):
             continue
         items: list[Any] = []
         if c.widget == "buttons":  # a button group shows no title of its own
@@ -126,7 +128,8 @@ def controls(keys: tuple[str, ...] | None = None, helped: bool = True) -> pn.Col
             items.append(_off_switch(c))
         if helped:
             items.append(_help(c))
-        boxes.append(pn.Column(*items, tags=[c.box_name], sizing_mode="stretch_width", margin=0))
+        boxes.append(pn.Column(*items, tags=[c.box_name], sizing_mode="stretch_width", margin=0,
+                               visible=shown is None or c.key in shown))
     return pn.Column(*boxes, sizing_mode="stretch_width", margin=0)
 
 
@@ -158,22 +161,18 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     return fig
 
 
-def figures(view: dict, which: tuple[str, ...] = CHARTS) -> dict[str, Any]:
-    """The charts named in `which`, by name, drawn from the view's first data."""
+def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, Any]:
+    """The figures named in `which`, by name, drawn from the view's first data."""
     data = view["patches"]["bokeh"]
-    sources = {name: ColumnDataSource(data[name]["data"], name=name)
-               for name in ("src:ttft", "src:hit", "src:backlog", "src:events", "src:dist", "src:memory")}
+    sources = {name: ColumnDataSource(patch["data"], name=name) for name, patch in data.items()
+               if name.startswith("src:")}
     events = sources["src:events"]  # shared by the time charts: events shade each of them
     out = {}
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
         f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
         f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
-        f.legend.orientation = "horizontal"
-        f.legend.border_line_alpha = 0
-        f.legend.padding = 2
-        f.legend.margin = 0
-        f.add_layout(f.legend[0], "above")  # above the plot, never over the lines
+        _legend_above(f)
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
         out["ttft"] = f
     if "hit" in which:
@@ -210,7 +209,93 @@ def figures(view: dict, which: tuple[str, ...] = CHARTS) -> dict[str, Any]:
         f.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(0, 6) for m in (1, 2, 5)],
                                      minor_ticks=[m * 10 ** e for e in range(0, 6) for m in range(1, 10)])
         out["dist"] = f
+    for name in which:
+        if name in ARTICLE_DRAW:
+            out[name] = ARTICLE_DRAW[name](sources)
     return out
+
+
+def _plain(title: str, name: str, height: int = 250, **kw: Any) -> Any:
+    return figure(title=title, name=name, height=height, sizing_mode="stretch_width", min_width=260,
+                  toolbar_location=None, **kw)
+
+
+def _crossover(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("TTFT against the share the warm GPU holds", "fig:crossover",
+               x_axis_label="share of the prompt the warm GPU holds (%)", y_axis_label="time to first token (s)")
+    f.line("cached", "idle", source=sources["src:crossover"], line_width=2, color=PALETTE[1],
+           legend_label="idle GPU, recomputing all")
+    f.line("cached", "warm", source=sources["src:crossover"], line_width=2, color=PALETTE[0],
+           legend_label="warm GPU, after its queue")
+    f.segment("x", "y0", "x", "y1", source=sources["src:crossover_even"], color="#555555", line_dash="dashed")
+    f.scatter("cached", "ttft", source=sources["src:crossover_now"], size=10, color="color", line_color="white")
+    f.add_tools(HoverTool(tooltips=[("held", "@cached{0}%"), ("idle", "@idle{0.00} s"), ("warm", "@warm{0.00} s")],
+                          mode="vline", renderers=[f.renderers[1]]))
+    f.x_range = Range1d(0, 100)
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _transfer(sources: dict[str, ColumnDataSource]) -> Any:
+    routes = sources["src:transfer"].data["route"]
+    f = _plain("TTFT: move the KV, then compute the rest", "fig:transfer", y_range=list(reversed(routes)),
+               x_axis_label="seconds")
+    f.hbar(y="route", left="zero", right="moved", height=0.6, source=sources["src:transfer"], color=PALETTE[2],
+           legend_label="moving KV")
+    f.hbar(y="route", left="moved", right="ttft", height=0.6, source=sources["src:transfer"], color=PALETTE[1],
+           legend_label="computing")
+    f.add_tools(HoverTool(tooltips=[("", "@route"), ("moving", "@moved{0.000} s"), ("first token", "@ttft{0.000} s")]))
+    f.x_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _fanout(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Sub-calls that found their prefix cached", "fig:fanout", height=200,
+               y_range=["first call first", "all at once"], x_axis_label="sub-calls")
+    f.hbar(y="way", left="zero", right="read", height=0.6, source=sources["src:fanout"], color=PALETTE[2],
+           legend_label="read it from the cache")
+    f.hbar(y="way", left="read", right="total", height=0.6, source=sources["src:fanout"], color=PALETTE[3],
+           legend_label="computed it again")
+    f.add_tools(HoverTool(tooltips=[("", "@way"), ("read", "@read"), ("computed", "@computed"),
+                                    ("fan-out span p50", "@span{0} ms")]))
+    f.x_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _api(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("An agent run's API bill, call by call", "fig:api", x_axis_label="call", y_axis_label="US dollars so far")
+    f.line("call", "plain", source=sources["src:api"], line_width=2, color=PALETTE[1], legend_label="no caching")
+    f.line("call", "cached", source=sources["src:api"], line_width=2, color=PALETTE[0],
+           legend_label="prompt caching")
+    f.add_tools(HoverTool(tooltips=[("call", "@call"), ("no caching", "$@plain{0.00}"), ("caching", "$@cached{0.00}")],
+                          mode="vline", renderers=[f.renderers[0]]))
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _gpu(sources: dict[str, ColumnDataSource]) -> Any:
+    what = sources["src:gpu"].data["what"]
+    f = _plain("GPU dollars a month at this run's pace", "fig:gpu", height=200, y_range=list(reversed(what)),
+               x_axis_label="US dollars a month")
+    f.hbar(y="what", left="zero", right="usd", height=0.6, source=sources["src:gpu"], color="color")
+    f.add_tools(HoverTool(tooltips=[("", "@what"), ("a month", "$@usd{0,0}")]))
+    f.x_range.start = 0
+    return f
+
+
+def _legend_above(f: Any) -> None:
+    f.legend.orientation = "horizontal"
+    f.legend.border_line_alpha = 0
+    f.legend.padding = 2
+    f.legend.margin = 0
+    f.add_layout(f.legend[0], "above")  # above the plot, never over the lines
+
+
+ARTICLE_DRAW = {"crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
 
 
 def _apply_widget_values(column: pn.Column, view: dict) -> None:
@@ -234,23 +319,33 @@ def _apply_widget_values(column: pn.Column, view: dict) -> None:
 def lab_page(view: dict) -> pn.Template:
     template = pn.Template((STATIC / "index.html.j2").read_text(encoding="utf-8"),
                            nb_template=None)
-    ctl = controls()
+    ctl = controls(beside="")
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
     template.add_panel("events", event_controls())
-    for name, fig in figures(view).items():
-        template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
+    _add_figures(template, view, beside=True)
     return template
-
-
-EMBED_KEYS = ("fleet.cache", "fleet.replicas", "router.kind", "dynamic_text")
 
 
 def embed_page(view: dict) -> pn.Template:
+    """Every figure and every control: the embed's URL says which it shows (`lab.view.read_shown`)."""
     template = pn.Template((STATIC / "embed.html.j2").read_text(encoding="utf-8"), nb_template=None)
-    ctl = controls(EMBED_KEYS, helped=False)
+    ctl = controls(helped=False, shown=EMBED_CONTROLS)
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
-    for name, fig in figures(view, which=("ttft", "hit")).items():
-        template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
+    _add_figures(template, view, beside=False)
     return template
+
+
+def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
+    """Each figure as root `chart_<name>`; with `beside`, each article figure's own controls as `ctl_<name>`."""
+    for name, fig in figures(view).items():
+        template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
+    if beside:
+        for f in ARTICLE_FIGURES:
+            ctl = controls(beside=f.name)
+            _apply_widget_values(ctl, view)
+            template.add_panel(f"ctl_{f.name}", ctl)
+    template.add_variable("fleet_charts", [(f.name, f.title) for f in FLEET_CHARTS])
+    template.add_variable("article_figures", [(f.name, f.title) for f in ARTICLE_FIGURES])
+    template.add_variable("embed_figures", EMBED_FIGURES)

@@ -27,7 +27,7 @@ arguments, so they can be called in any order, and twice):
 import dataclasses
 import html
 import json
-import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -38,6 +38,7 @@ from model import Result, Scenario, ScenarioError, TooManyRequests, explain, gen
 
 from . import fleetview, missionview
 from .controls import (
+    CONTROLS,
     EVENT_NAMES,
     check_event_inputs,
     control_patches,
@@ -46,11 +47,12 @@ from .controls import (
     for_people,
     read_controls,
 )
+from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, Context, embed_figures, fleet_key
 from .missionview import Memo, Play
 from .urlstate import capped, read_hash, write_hash
 
-__all__ = ["METRICS", "Derived", "State", "answer", "derive", "handle", "handle_json", "patches", "read_state",
-           "render", "settle", "update"]
+__all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "read_shown",
+           "read_state", "render", "run", "settle", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -60,13 +62,15 @@ METRICS = (  # headline: result key, label, how to show it
     ("replica_count", "Replicas", "{:d}"),
 )
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
 EVENT_COLOURS = {"timestamp": "#d62728", "surge": "#9467bd", "burst": "#ff7f0e"}
 EVENT_FIELDS = {"timestamp": ("evt:at",), "surge": ("evt:at", "evt:duration"),
                 "burst": ("evt:at", "evt:duration", "evt:factor")}  # the event inputs each kind reads
 PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a second in a browser)
 SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2.5 times as much
+
+
+RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
+_RUNS: "OrderedDict[tuple, Result]" = OrderedDict()
 
 
 def budget(scenario: Scenario) -> int:
@@ -87,6 +91,7 @@ class State:
     scored: bool = False  # ...by a settled control change in this request: its stars count
     asking: bool = False  # waiting for the player to confirm "Reset progress"
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
+    shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
@@ -113,6 +118,60 @@ class Derived:
     open_ids: frozenset[str]  # missions the player may open, after this verdict
     play: Play  # the player's state after this verdict: progress, best setups
     seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What an embed shows (its URL's `?figure=...&controls=...`): those figures, those controls' boxes."""
+
+    figures: tuple[str, ...]
+    controls: tuple[str, ...]
+
+
+def read_shown(raw: Any) -> tuple[Shown | None, tuple[str, ...]]:
+    """An embed's query as sent by the page (`{"figure": "a,b", "controls": "k1,k2"}`), checked name by name.
+
+    None (not an embed) shows the whole page. Without `figure`, an embed shows the headline and the two
+    charts over time; without `controls`, the controls its figures declare (or the fleet's first few).
+    """
+    if not isinstance(raw, Mapping):
+        return None, ()
+    notices: list[str] = []
+
+    def names(param: str, known: tuple[str, ...]) -> tuple[str, ...] | None:
+        text = raw.get(param)
+        if not isinstance(text, str):
+            return None
+        wanted = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            listed = ", ".join(repr(n[:40]) for n in unknown[:3])
+            notices.append(f"The embed's {param}= names {listed}, which this lab does not have; "
+                           f"it may name {', '.join(known[:12])}{', ...' if len(known) > 12 else ''}.")
+        return tuple(dict.fromkeys(n for n in wanted if n in known))
+
+    figures = names("figure", embed_figures())
+    if not figures:
+        figures = EMBED_FIGURES
+    controls = names("controls", tuple(c.key for c in CONTROLS))
+    if controls is None:
+        declared = [k for name in figures if name in FIGURES for k in FIGURES[name].controls]
+        controls = tuple(dict.fromkeys(declared)) or EMBED_CONTROLS
+    return Shown(figures, controls), tuple(notices)
+
+
+def run(scenario: Scenario) -> Result:
+    """`simulate` within the page's budget, remembering the last few runs by the keys the simulation reads:
+    moving an article figure's slider, or dragging a slider back where it was, reuses a run."""
+    key = fleet_key(scenario)
+    result = _RUNS.get(key)
+    if result is None:
+        result = _RUNS[key] = simulate(scenario, limit=budget(scenario))
+        while len(_RUNS) > RUNS_KEPT:
+            _RUNS.popitem(last=False)
+    else:
+        _RUNS.move_to_end(key)
+    return result
 
 
 # -- entry points ------------------------------------------------------------
@@ -145,8 +204,9 @@ def read_state(request: Mapping[str, Any]) -> State:
     hashed = read_hash(str(request.get("hash") or ""))
     memo = missionview.read_memo(request.get("memo"))
     playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
-    return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")), hashed.notices,
-                 memo, playing)
+    shown, notices = read_shown(request.get("embed"))
+    return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")),
+                 hashed.notices + notices, memo, playing, shown=shown)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
@@ -165,6 +225,8 @@ def update(state: State, request: Mapping[str, Any]) -> State:
                                     playing=play.playing, scored=play.scored, asking=play.asking).noting(*notices)
     elif isinstance(action, dict) and action.get("type") == "explain":
         state = _with_explain(state, action.get("request"))
+    elif isinstance(action, dict) and action.get("type") == "example":
+        state = _with_example(state, action.get("figure"))
     elif isinstance(action, dict) and action:
         state = dataclasses.replace(_with_event_action(state, action), scored=state.playing)
     return state
@@ -176,6 +238,16 @@ def _with_explain(state: State, request: Any) -> State:
     if isinstance(request, int) and not isinstance(request, bool) and request >= 0:
         page["explain"] = str(request)
     return dataclasses.replace(state, page=page)
+
+
+def _with_example(state: State, name: Any) -> State:
+    """Load the setup a figure offers as its example (free play only: a mission keeps its own keys fixed)."""
+    fig = FIGURES.get(name) if isinstance(name, str) else None
+    if fig is None or not fig.example:
+        return state.noting(f"No figure {str(name)[:40]!r} with an example to load.")
+    if "mission" in state.page:
+        return state.noting("A figure's example changes keys a mission keeps fixed; leave the mission to load it.")
+    return dataclasses.replace(state, scenario=state.scenario.with_text(dict(fig.example)))
 
 
 def settle(state: State) -> State:
@@ -268,7 +340,7 @@ def _within_budget(state: State) -> State:
 def derive(state: State) -> Derived:
     """Simulate the state's scenario, score it on the chosen mission (its stars count if the state is scored),
     and explain one routing decision if the URL asks."""
-    result = simulate(state.scenario, limit=budget(state.scenario))  # settle() kept it within; this bounds it anyway
+    result = run(state.scenario)
     mission, _ = missionview.chosen(state.page, state.progress)
     verdict = None if mission is None else score(mission, state.scenario, result)
     play = missionview.with_stars(state.play, mission, verdict, state.scenario)
@@ -315,10 +387,27 @@ def patches(state: State, derived: Derived) -> dict:
         **event_input_patches(state.used),
         **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
         "box:events": {"visible": events_allowed},
-        **_chart_patches(scenario, derived.result),
+        **_events_patch(scenario),
     }
+    context = Context(scenario, derived.result, run)
+    shown = state.shown
+    dom: dict[str, dict] = {}
+    for fig in FIGURES.values():
+        if shown is None or fig.name in shown.figures:
+            bokeh.update(fig.data(context))
+            dom[f"#cap-{fig.name}"] = {"text": fig.caption(context)}
+        if fig.example:
+            dom[f"#try-{fig.name}"] = {"hidden": mission is not None or _holds(scenario, fig.example),
+                                       "html": _example_button(fig.name)}
+        if shown is not None:
+            dom[f'[data-figure="{fig.name}"]'] = {"hidden": fig.name not in shown.figures}
+    if shown is not None:
+        dom['[data-figure="headline"]'] = {"hidden": "headline" not in shown.figures}
+        for c in CONTROLS:
+            if c.key not in shown.controls:
+                bokeh[c.box_name] = {"visible": False}
     play = dataclasses.replace(derived.play, playing=state.playing)
-    dom: dict[str, dict] = {
+    dom |= {
         "#missions": {"hidden": False, "html": missionview.panel_html(mission, derived.verdict, play, derived.open_ids,
                                                                       scenario)},
         "#verdict-chip": {"hidden": mission is None, "html": missionview.chip_html(mission, derived.verdict)},
@@ -331,8 +420,6 @@ def patches(state: State, derived: Derived) -> dict:
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     dom["#readout"] = {"text": _readout(scenario, derived.result)}
-    for name, text in captions(scenario, derived.result).items():
-        dom[f"#cap-{name}"] = {"text": text}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
@@ -342,43 +429,24 @@ def patches(state: State, derived: Derived) -> dict:
     return {"bokeh": bokeh, "dom": dom}
 
 
-def _chart_patches(scenario: Scenario, result: Result) -> dict[str, dict]:
-    s = result.series
-    mid = [round(t + s.bin_s / 2, 3) for t in s.start_s]
+def _events_patch(scenario: Scenario) -> dict[str, dict]:
+    """The events' spans, which every chart over time shades (one source, shared)."""
     ev = scenario.events
-    # Empty bins are None (null in JSON); the bridge turns them into NaN, which Bokeh draws as a gap.
-    return {
-        "src:ttft": {"data": {"t": mid, "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}},
-        "src:hit": {"data": {"t": mid, "hit": [None if h is None else round(h * 100, 3) for h in s.hit_rate]}},
-        "src:backlog": {"data": {
-            "xs": [s.start_s[1:] + (round(s.start_s[-1] + s.bin_s, 6),)] * len(s.replica_backlog_s),
-            "ys": [list(row) for row in s.replica_backlog_s],
-            "color": [PALETTE[i % len(PALETTE)] for i in range(len(s.replica_backlog_s))],
-            "label": [f"replica {i}" for i in range(len(s.replica_backlog_s))],
-        }},
-        "src:events": {"data": {
-            "left": [e.at_s for e in ev],
-            "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
-            "color": [EVENT_COLOURS[e.kind] for e in ev],
-            "label": [EVENT_NAMES[e.kind] for e in ev],
-        }},
-        "src:dist": {"data": _histogram([r.ttft_ms for r in result.records])},
-        "src:memory": {"data": fleetview.memory_data(result)},
-    }
+    return {"src:events": {"data": {
+        "left": [e.at_s for e in ev],
+        "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
+        "color": [EVENT_COLOURS[e.kind] for e in ev],
+        "label": [EVENT_NAMES[e.kind] for e in ev],
+    }}}
 
 
-def _histogram(ttfts: list[float]) -> dict:
-    """Counts of TTFT in log-spaced bins (ten per decade), from the fastest to the slowest."""
-    if not ttfts:
-        return {"left": [], "right": [], "count": [], "share": []}
-    lo = math.floor(math.log10(max(min(ttfts), 1.0)) * 10)
-    hi = math.floor(math.log10(max(max(ttfts), 1.0)) * 10) + 1
-    counts = [0] * (hi - lo)
-    for t in ttfts:
-        counts[min(hi - lo - 1, max(0, math.floor(math.log10(max(t, 1.0)) * 10) - lo))] += 1
-    edges = [round(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
-    return {"left": edges[:-1], "right": edges[1:], "count": counts,
-            "share": [round(c / len(ttfts) * 100, 3) for c in counts]}
+def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
+    return scenario.with_text(dict(example)) == scenario
+
+
+def _example_button(name: str) -> str:
+    return (f'<button type="button" data-action="example" data-figure="{html.escape(name)}">'
+            "Load the article's setup</button>")
 
 
 def _readout(scenario: Scenario, result: Result) -> str:
@@ -386,40 +454,6 @@ def _readout(scenario: Scenario, result: Result) -> str:
     return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
             f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "
             f"recomputing tokens another replica held.")
-
-
-def captions(scenario: Scenario, result: Result) -> dict[str, str]:
-    """Each chart in words, with its numbers: the text a screen reader gets instead of the picture."""
-    s = result.series
-    mids = [t + s.bin_s / 2 for t in s.start_s]
-    shaded = "; shaded: " + ", ".join(describe_event(e) for e in scenario.events) if scenario.events else ""
-    out = {}
-    p50 = [v for v in s.ttft_p50_ms if v is not None]
-    p99 = [(v, t) for v, t in zip(s.ttft_p99_ms, mids) if v is not None]
-    if p50 and p99:
-        worst, when = max(p99)
-        out["ttft"] = (f"Per {s.bin_s:g}-second bin, TTFT p50 ran from {min(p50):,.0f} to {max(p50):,.0f} ms and "
-                       f"p99 from {min(v for v, _ in p99):,.0f} to {worst:,.0f} ms (highest around {when:,.0f} s)"
-                       f"{shaded}.")
-    hits = [h for h in s.hit_rate if h is not None]
-    if hits:
-        out["hit"] = (f"Per bin, the hit rate ran from {min(hits):.0%} to {max(hits):.0%}; over the whole run it was "
-                      f"{result.hit_rate:.1%}{shaded}.")
-    peaks = [(max(row), i, mids[row.index(max(row))]) for i, row in enumerate(s.replica_backlog_s) if row]
-    if peaks:
-        most, replica, when = max(peaks)
-        out["backlog"] = (f"The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
-                          if most >= 0.05 else "No replica ever had more than a few milliseconds of work queued.")
-    running = [sum(col) for col in zip(*s.kv_running_tokens)]
-    cached = [sum(col) for col in zip(*s.kv_cached_tokens)]
-    if running:
-        out["memory"] = (f"At most {max(running):,} tokens of KV were held by running requests and "
-                         f"{max(cached):,} by the prefix cache besides, across the fleet.")
-    if result.records:
-        slowest = max(r.ttft_ms for r in result.records)
-        out["dist"] = (f"Half of the {result.requests:,} requests got a first token within {result.ttft_p50_ms:,.0f} "
-                       f"ms, 99 in 100 within {result.ttft_p99_ms:,.0f} ms; the slowest waited {slowest:,.0f} ms.")
-    return out
 
 
 def _events_html(scenario: Scenario, removable: bool = True) -> str:

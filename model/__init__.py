@@ -11,6 +11,7 @@ Pyodide, and the same scenario always gives the same result.
 Other packages import from here only: these names are the model's public surface.
 """
 
+from .agents import fanout_figures
 from .article import RACE, fanout_race, run_money
 from .config import (
     BURST_FACTOR,
@@ -28,6 +29,7 @@ from .config import (
 )
 from .engine import Run, simulate
 from .explainers import (
+    TIERS,
     api_calls,
     api_fanout,
     crossover,
@@ -37,6 +39,7 @@ from .explainers import (
     gpu_usd_per_month,
     idle_ttft_s,
     money_of,
+    prices_of,
     transfer,
     transfer_of,
     warm_ttft_s,
@@ -71,6 +74,6 @@ __all__ = [
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines",
     # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
-    "RACE", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_race", "fetch_plan",
-    "gpu_usd_per_month", "idle_ttft_s", "money_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
+    "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
+    "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
 ]

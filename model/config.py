@@ -188,8 +188,8 @@ class Traffic(_Section):
                                                           "call that is new (uniform, half to one and a half times)")
     agent_tool_s: float = _spec(4.0, 0.0, 3600.0, doc="agent: mean seconds between an answer and the next call "
                                                       "(uniform, half to one and a half times)")
-    agent_fanout: int = _spec(0, 0, 64, doc="agent: sub-calls a fan-out step sends at once, sharing its prefix "
-                                            "(0: no fan-out)")
+    agent_fanout: int = _spec(0, 0, 64, page=(0, 16, 1),
+                              doc="agent: sub-calls a fan-out step sends at once, sharing its prefix (0: no fan-out)")
     agent_fanout_every: int = _spec(5, 1, 200, doc="agent: every this many calls of a run is a fan-out")
     agent_fanout_tokens: int = _spec(4000, 1, 100_000, doc="agent: new tokens every sub-call of a fan-out shares "
                                                            "(the tool result they all read)")
@@ -292,11 +292,15 @@ class Transfer(_Section):
 
     PREFIX: ClassVar[str] = "transfer."
 
-    prompt_tokens: int = _spec(30_000, 1, 10_000_000, doc="transfer: tokens in the prompt")
-    cached_tokens: int = _spec(29_000, 0, 10_000_000, doc="transfer: tokens of it whose KV is moved (a peer holds them)")
-    rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, doc="transfer: RDMA fabric, gigabits per second")
-    nvme_gb_s: float = _spec(7.0, 0.01, 10_000.0, doc="transfer: NVMe drive, GB (10**9 bytes) per second")
-    host_gb_s: float = _spec(64.0, 0.01, 10_000.0, doc="transfer: host memory over PCIe 5.0 x16, GB (10**9 bytes) "
+    prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), doc="transfer: tokens in the prompt")
+    cached_tokens: int = _spec(29_000, 0, 10_000_000, page=(0, 100_000, 1000),
+                               doc="transfer: tokens of it whose KV is moved (a peer holds them)")
+    rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, page=(50, 1600, 50),
+                             doc="transfer: RDMA fabric, gigabits per second")
+    nvme_gb_s: float = _spec(7.0, 0.01, 10_000.0, page=(0.5, 28, 0.5),
+                             doc="transfer: NVMe drive, GB (10**9 bytes) per second")
+    host_gb_s: float = _spec(64.0, 0.01, 10_000.0, page=(4, 128, 4),
+                             doc="transfer: host memory over PCIe 5.0 x16, GB (10**9 bytes) "
                                                        "per second each way")
 
 
@@ -306,15 +310,18 @@ class Money(_Section):
 
     PREFIX: ClassVar[str] = "money."
 
-    gpu_usd_per_hour: float = _spec(3.0, 0.0, 1000.0, doc="money: US dollars per GPU-hour (set your own)")
+    gpu_usd_per_hour: float = _spec(3.0, 0.0, 1000.0, page=(0.25, 12, 0.25),
+                                    doc="money: US dollars per GPU-hour (set your own)")
     input_usd_per_mtok: float = _spec(2.0, 0.0, 1000.0, doc="money: API input price, US dollars per million tokens")
     read_multiple: float = _spec(0.1, 0.0, 10.0, doc="money: a cache read's price as a multiple of the input price")
     write_multiple: float = _spec(1.25, 0.0, 10.0, doc="money: a cache write's price as a multiple of the input price")
-    lifetime_s: float = _spec(300.0, 0.0, 86_400.0, doc="money: seconds a cache entry lives after its last use")
-    calls: int = _spec(20, 1, 100_000, doc="money: calls in an agent run, each repeating the previous prompt")
+    lifetime_s: float = _spec(300.0, 0.0, 86_400.0, page=(0, 3600, 60),
+                              doc="money: seconds a cache entry lives after its last use")
+    calls: int = _spec(20, 1, 100_000, page=(1, 100, 1),
+                       doc="money: calls in an agent run, each repeating the previous prompt")
     prompt_tokens: int = _spec(30_000, 1, 10_000_000, doc="money: tokens in each call's prompt")
     new_tokens: int = _spec(900, 0, 10_000_000, doc="money: tokens of each call's prompt new since the call before")
-    gap_s: float = _spec(4.0, 0.0, 86_400.0, doc="money: seconds between one call and the next")
+    gap_s: float = _spec(4.0, 0.0, 86_400.0, page=(0, 900, 5), doc="money: seconds between one call and the next")
     branches: int = _spec(10, 1, 1000, doc="money: sub-calls of a fan-out, all sharing a prompt of "
                                            "money.prompt_tokens")
 

@@ -22,6 +22,7 @@ let inFlight = null;  // the request the worker is computing
 const queue = [];  // requests waiting for the worker
 let applying = false;  // true while patches are written: widget callbacks must not echo them back
 const written = new Map();  // control name -> the props last written into it (late echoes are ignored)
+const drawn = new Map();  // source name -> the data last drawn in it, as JSON
 let nextId = 1;
 let epoch = 0;  // bumped when the person edits the URL: answers computed before that are stale
 
@@ -89,8 +90,11 @@ function apply(patches, controlsToo = true) {
       if (name.startsWith("ctl:")) written.set(name, props);
       const changes = {};
       for (const [prop, value] of Object.entries(props)) {
-        if (prop === "data") changes.data = columns(value);
-        else if (!same(current(model, prop), value)) changes[prop] = value;
+        if (prop === "data") {  // redraw only the charts whose numbers changed
+          const text = JSON.stringify(value);
+          if (drawn.get(name) !== text) changes.data = columns(value);
+          drawn.set(name, text);
+        } else if (!same(current(model, prop), value)) changes[prop] = value;
       }
       if (Object.keys(changes).length) model.setv(changes);
     }
@@ -273,6 +277,7 @@ function pump() {
   inFlight.request.hash = hash;
   inFlight.request.progress = progress;
   inFlight.request.memo = memo;
+  if (embedQuery) inFlight.request.embed = embedQuery;
   inFlight.sent = timings.lastSent = performance.now();
   setState("busy", "Simulating…");
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
@@ -328,6 +333,7 @@ async function onMessage(event) {
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
+    document.querySelector(".controls.pending")?.classList.remove("pending");
     await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
     nameInputs();
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
@@ -348,6 +354,22 @@ async function onMessage(event) {
     if (queue.length) pump();
     else root.dataset.lab = "ready";
   }
+}
+
+// An embed shows the figures and controls its query names (?figure=NAME,NAME&controls=KEY,KEY):
+// the view checks the names and says which to show; until its first answer, the figures not named are
+// hidden here and the controls wait, so the page does not flash what it will not show.
+const embedQuery = document.querySelector(".lab.embed") ? queryOf(new URLSearchParams(location.search)) : null;
+
+function queryOf(search) {
+  const query = {};
+  for (const param of ["figure", "controls"]) if (search.has(param)) query[param] = search.get(param);
+  if (query.figure) {
+    const named = query.figure.split(",").map((n) => n.trim());
+    for (const el of document.querySelectorAll("[data-figure]")) el.hidden = !named.includes(el.dataset.figure);
+  }
+  if (Object.keys(query).length) document.querySelector(".controls")?.classList.add("pending");
+  return query;
 }
 
 startWorker(window.prefixLabBoot);

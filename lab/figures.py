@@ -1,0 +1,372 @@
+"""The page's figures, each declared once: what it reads, what it draws, what it says in words.
+
+A `Figure` is a unit the full page and every embed are lists of. It names
+the scenario keys it reads beyond a fleet's run (`reads`, dotted prefixes),
+whether it is drawn from the fleet's run at all (`fleet`), the controls its
+paragraph needs (`controls`: shown beside it on the page, and an embed's
+default), and two pure functions of a `Context`: `data`, the columns of its
+Bokeh sources (`src:<name>...`), and `caption`, the figure in words, the text
+a screen reader gets in place of the picture (`#cap-<name>`).
+
+`lab.layout` draws each figure with Bokeh at build time (the one place that
+knows glyphs and colours of the new figures' sources); `lab.view` fills them
+on every change. The article's figures (crossover, transfer) read only their
+own keys and the hardware: moving one of their sliders recomputes them from
+the hardware profile and reuses the fleet's run, which the view keeps while
+no key the simulation reads changed (`Context.run`).
+
+Standard library, `model` only: this runs in the browser too.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from model import (
+    PRESETS,
+    RACE,
+    TIERS,
+    Result,
+    Scenario,
+    api_calls,
+    explainer_profile,
+    fanout_figures,
+    idle_ttft_s,
+    money_of,
+    prices_of,
+    transfer_of,
+    warm_ttft_s,
+)
+from model import crossover as crossing
+
+from .fleetview import memory_data
+
+__all__ = ["ARTICLE_FIGURES", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "PALETTE", "Context", "Figure", "embed_figures",
+           "fleet_key", "histogram"]
+
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
+# Scenario keys no simulation reads: the article's own examples and the API's prices.
+NOT_SIMULATED = ("crossover.", "money.", "transfer.prompt_tokens", "transfer.cached_tokens")
+
+
+class Context(NamedTuple):
+    """What a figure is drawn from: the scenario, its fleet's run, and a way to run a variant of it."""
+
+    scenario: Scenario
+    result: Result
+    run: Callable[[Scenario], Result]  # simulate, remembering recent runs (the view's)
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One figure of the page: its sources' columns and its caption, from a `Context`."""
+
+    name: str  # figure `fig:<name>`, sources `src:<name>...`, caption `#cap-<name>`, embed `?figure=<name>`
+    title: str
+    data: Callable[[Context], dict[str, dict]]  # source name -> {"data": columns}
+    caption: Callable[[Context], str]
+    reads: tuple[str, ...] = ()  # key prefixes read besides the fleet's run
+    controls: tuple[str, ...] = ()  # the controls its paragraph needs
+    fleet: bool = True  # drawn from the fleet's run
+    example: tuple[tuple[str, str], ...] = ()  # keys and values of a setup that shows it, offered when it is empty
+
+
+def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
+    """The scenario as the simulation sees it: equal for two scenarios whose runs are equal.
+
+    Lab mode reads a link's speed only while its replicas fetch over that link (`fleet.fetch`); serving
+    mode keeps every link speed in the key, as one may price a hand-over.
+    """
+    ignored: tuple[str, ...] = NOT_SIMULATED
+    if not scenario.fleet.decode:
+        ignored += tuple(f"transfer.{key}" for tier, (key, _) in TIERS.items() if tier != scenario.fleet.fetch)
+    return tuple((k, v) for k, v in scenario.to_text().items() if not k.startswith(ignored))
+
+
+# -- the fleet's charts ---------------------------------------------------------------
+
+def _mids(result: Result) -> list[float]:
+    s = result.series
+    return [round(t + s.bin_s / 2, 3) for t in s.start_s]
+
+
+def _shaded(scenario: Scenario) -> str:
+    from .controls import describe_event
+    return "; shaded: " + ", ".join(describe_event(e) for e in scenario.events) if scenario.events else ""
+
+
+def _ttft_data(c: Context) -> dict[str, dict]:
+    s = c.result.series  # empty bins are None (null in JSON): the bridge draws them as gaps
+    return {"src:ttft": {"data": {"t": _mids(c.result), "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}}}
+
+
+def _ttft_caption(c: Context) -> str:
+    s = c.result.series
+    p50 = [v for v in s.ttft_p50_ms if v is not None]
+    p99 = [(v, t) for v, t in zip(s.ttft_p99_ms, _mids(c.result)) if v is not None]
+    if not (p50 and p99):
+        return ""
+    worst, when = max(p99)
+    return (f"Per {s.bin_s:g}-second bin, TTFT p50 ran from {min(p50):,.0f} to {max(p50):,.0f} ms and "
+            f"p99 from {min(v for v, _ in p99):,.0f} to {worst:,.0f} ms (highest around {when:,.0f} s)"
+            f"{_shaded(c.scenario)}.")
+
+
+def _hit_data(c: Context) -> dict[str, dict]:
+    hits = [None if h is None else round(h * 100, 3) for h in c.result.series.hit_rate]
+    return {"src:hit": {"data": {"t": _mids(c.result), "hit": hits}}}
+
+
+def _hit_caption(c: Context) -> str:
+    hits = [h for h in c.result.series.hit_rate if h is not None]
+    if not hits:
+        return ""
+    return (f"Per bin, the hit rate ran from {min(hits):.0%} to {max(hits):.0%}; over the whole run it was "
+            f"{c.result.hit_rate:.1%}{_shaded(c.scenario)}.")
+
+
+BACKLOG_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                   "#bcbd22", "#17becf")  # the seed's: lab mode's page keeps its look
+
+
+def _backlog_data(c: Context) -> dict[str, dict]:
+    s = c.result.series
+    rows = s.replica_backlog_s
+    return {"src:backlog": {"data": {
+        "xs": [s.start_s[1:] + (round(s.start_s[-1] + s.bin_s, 6),)] * len(rows),
+        "ys": [list(row) for row in rows],
+        "color": [BACKLOG_COLOURS[i % len(BACKLOG_COLOURS)] for i in range(len(rows))],
+        "label": [f"replica {i}" for i in range(len(rows))],
+    }}}
+
+
+def _backlog_caption(c: Context) -> str:
+    mids = _mids(c.result)
+    peaks = [(max(row), i, mids[row.index(max(row))]) for i, row in enumerate(c.result.series.replica_backlog_s) if row]
+    if not peaks:
+        return ""
+    most, replica, when = max(peaks)
+    return (f"The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
+            if most >= 0.05 else "No replica ever had more than a few milliseconds of work queued.")
+
+
+def _memory_caption(c: Context) -> str:
+    s = c.result.series
+    running = [sum(col) for col in zip(*s.kv_running_tokens)]
+    cached = [sum(col) for col in zip(*s.kv_cached_tokens)]
+    if not running:
+        return ""
+    return (f"At most {max(running):,} tokens of KV were held by running requests and "
+            f"{max(cached):,} by the prefix cache besides, across the fleet.")
+
+
+def histogram(ttfts: list[float]) -> dict:
+    """Counts of TTFT in log-spaced bins (ten per decade), from the fastest to the slowest."""
+    if not ttfts:
+        return {"left": [], "right": [], "count": [], "share": []}
+    lo = math.floor(math.log10(max(min(ttfts), 1.0)) * 10)
+    hi = math.floor(math.log10(max(max(ttfts), 1.0)) * 10) + 1
+    counts = [0] * (hi - lo)
+    for t in ttfts:
+        counts[min(hi - lo - 1, max(0, math.floor(math.log10(max(t, 1.0)) * 10) - lo))] += 1
+    edges = [round(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
+    return {"left": edges[:-1], "right": edges[1:], "count": counts,
+            "share": [round(n / len(ttfts) * 100, 3) for n in counts]}
+
+
+def _dist_caption(c: Context) -> str:
+    r = c.result
+    if not r.records:
+        return ""
+    slowest = max(rec.ttft_ms for rec in r.records)
+    return (f"Half of the {r.requests:,} requests got a first token within {r.ttft_p50_ms:,.0f} "
+            f"ms, 99 in 100 within {r.ttft_p99_ms:,.0f} ms; the slowest waited {slowest:,.0f} ms.")
+
+
+# -- the article's figures ----------------------------------------------------------------
+
+def _profile_note(scenario: Scenario) -> str:
+    profile, notes = explainer_profile(scenario)
+    label = PRESETS[profile.preset].label
+    return f" Computed for {label}" + ("; the lab's own preset has no FLOP figures." if notes else ".")
+
+
+def _crossover_data(c: Context) -> dict[str, dict]:
+    """Both TTFTs against the share of the prompt the warm GPU holds, the scenario's point on them, the breakeven."""
+    profile, _ = explainer_profile(c.scenario)
+    x = c.scenario.crossover
+    shares = [k / 100 for k in range(101)]
+    idle = idle_ttft_s(profile, x.prompt_tokens)
+    warm = [warm_ttft_s(profile, round((1 - f) * x.prompt_tokens), x.queued, x.queued_tokens) for f in shares]
+    now = crossing(profile, x.prompt_tokens, x.new_tokens, x.queued, x.queued_tokens)
+    top = max(max(warm), idle) * 1.05
+    even = now.breakeven_cached_fraction
+    return {
+        "src:crossover": {"data": {"cached": [round(f * 100, 3) for f in shares], "idle": [round(idle, 6)] * len(shares),
+                                   "warm": [round(w, 6) for w in warm]}},
+        "src:crossover_now": {"data": {"cached": [round(now.cached_fraction * 100, 3)] * 2,
+                                       "ttft": [round(now.idle_ttft_s, 6), round(now.warm_ttft_s, 6)],
+                                       "gpu": ["idle GPU", "warm GPU"], "color": [PALETTE[1], PALETTE[0]]}},
+        "src:crossover_even": {"data": {"x": [round(even * 100, 3)] if even <= 1 else [], "y0": [0.0] if even <= 1 else [],
+                                        "y1": [round(top, 6)] if even <= 1 else []}},
+    }
+
+
+def _crossover_caption(c: Context) -> str:
+    profile, _ = explainer_profile(c.scenario)
+    x = c.scenario.crossover
+    now = crossing(profile, x.prompt_tokens, x.new_tokens, x.queued, x.queued_tokens)
+    even = (f"the warm GPU wins only while it holds more than {now.breakeven_cached_fraction:.0%} of the prompt"
+            if now.breakeven_cached_fraction <= 1 else "the idle GPU wins whatever the warm one holds")
+    flips = ("" if now.flips_at_queued is None else
+             f"; with this prompt the idle GPU wins from {now.flips_at_queued} queued requests on")
+    return (f"An idle GPU recomputes all {x.prompt_tokens:,} tokens: first token in {now.idle_ttft_s:.2f} s. "
+            f"A warm GPU lacking {x.new_tokens:,} of them, behind {x.queued} queued requests of "
+            f"{x.queued_tokens:,} tokens, answers in {now.warm_ttft_s:.2f} s ({now.queue_s:.2f} s of queue, "
+            f"{now.warm_prefill_s * 1000:,.0f} ms of its own): the {now.winner} GPU is faster. At this queue, "
+            f"{even}{flips}.{_profile_note(c.scenario)}")
+
+
+TIER_NAMES = {"rdma": "RDMA", "nvme": "NVMe", "host": "host memory"}
+TIER_UNITS = {"rdma": "Gbps", "nvme": "GB/s", "host": "GB/s"}
+
+
+def _transfer_rows(scenario: Scenario) -> tuple[dict[str, Any], list[tuple[str, float, float]]]:
+    """The transfer figures, and per route (recompute, then each tier fastest first): its name, seconds moving
+    KV and seconds until the first token."""
+    t = transfer_of(scenario)
+    rows = [("recompute the prompt", 0.0, t["prompt_recompute_s"])]
+    tiers = sorted(TIERS, key=lambda tier: t[f"{tier}_s"])
+    for tier in tiers:
+        speed = getattr(scenario.transfer, TIERS[tier][0])
+        rows.append((f"{TIER_NAMES[tier]} {speed:g} {TIER_UNITS[tier]}", t[f"{tier}_s"], t[f"{tier}_ttft_s"]))
+    return t, rows
+
+
+def _transfer_data(c: Context) -> dict[str, dict]:
+    _, rows = _transfer_rows(c.scenario)
+    names = [name for name, _, _ in rows]
+    return {"src:transfer": {"data": {
+        "route": names, "moved": [round(m, 6) for _, m, _ in rows], "ttft": [round(t, 6) for _, _, t in rows],
+        "computed": [round(t - m, 6) for _, m, t in rows], "zero": [0.0] * len(rows)}}}
+
+
+def _transfer_caption(c: Context) -> str:
+    t, rows = _transfer_rows(c.scenario)
+    x = c.scenario.transfer
+    moves = "; ".join(f"{name}: {m * 1000:,.0f} ms to move, first token at {total:.2f} s" for name, m, total in rows[1:])
+    return (f"The KV of the {x.cached_tokens:,} tokens a peer holds is {t['kv_bytes'] / 1e9:.1f} GB "
+            f"({t['kv_bytes_per_token'] / 1e3:,.0f} kB a token). Recomputing those tokens takes "
+            f"{t['recompute_s']:.2f} s, and the whole {x.prompt_tokens:,}-token prompt {t['prompt_recompute_s']:.2f} s. "
+            f"{moves}. Any link faster than {t['breakeven_link_bytes_per_s'] / 1e9:.1f} GB/s beats recomputing."
+            f"{_profile_note(c.scenario)}")
+
+
+def _fanout_runs(c: Context) -> tuple[dict, dict] | None:
+    t = c.scenario.traffic
+    if t.kind != "agent" or t.agent_fanout < 2:
+        return None
+    race = c.run(c.scenario.with_values({"traffic.agent_warm_first": False}))
+    warm = c.run(c.scenario.with_values({"traffic.agent_warm_first": True}))
+    return fanout_figures(race.records), fanout_figures(warm.records)
+
+
+def _fanout_data(c: Context) -> dict[str, dict]:
+    runs = _fanout_runs(c)
+    if runs is None:
+        return {"src:fanout": {"data": {"way": [], "read": [], "computed": [], "zero": [], "total": [], "span": []}}}
+    ways = ["all at once", "first call first"]
+    return {"src:fanout": {"data": {"way": ways, "read": [r["read"] for r in runs],
+                                    "computed": [r["computed"] for r in runs], "zero": [0, 0],
+                                    "total": [r["read"] + r["computed"] for r in runs],
+                                    "span": [r["span_p50_ms"] for r in runs]}}}
+
+
+def _fanout_caption(c: Context) -> str:
+    runs = _fanout_runs(c)
+    if runs is None:
+        return ("This traffic sends no fan-outs. Choose agent traffic with a fan-out of 2 or more sub-calls to see "
+                "them race for the cache.")
+    race, warm = runs
+    return (f"Sent all at once, {race['computed']:,} of {race['subcalls']:,} sub-calls computed their shared prefix "
+            f"again (a fan-out took {race['span_p50_ms']:,.0f} ms to its last first token, median). With one "
+            f"sub-call sent first and the rest at its first token, {warm['computed']:,} did, and a fan-out took "
+            f"{warm['span_p50_ms']:,.0f} ms.")
+
+
+def _api_data(c: Context) -> dict[str, dict]:
+    m = c.scenario.money
+    bill = api_calls(prices_of(m), m.calls, m.prompt_tokens, m.new_tokens, m.gap_s)
+    calls = list(range(1, m.calls + 1))
+    return {"src:api": {"data": {
+        "call": calls, "plain": [round(k * bill["plain_call_usd"], 6) for k in calls],
+        "cached": [round(bill["first_call_usd"] + (k - 1) * bill["later_call_usd"], 6) for k in calls]}}}
+
+
+def _api_caption(c: Context) -> str:
+    m = c.scenario.money
+    bill = api_calls(prices_of(m), m.calls, m.prompt_tokens, m.new_tokens, m.gap_s)
+    head = (f"{m.calls} calls of {m.prompt_tokens:,} tokens, {m.gap_s:g} s apart, each adding {m.new_tokens:,}: "
+            f"${bill['uncached_usd']:,.2f} without prompt caching, ${bill['cached_usd']:,.2f} with it. ")
+    if not bill["entry_alive"]:
+        return head + (f"The gap outlives the cache's {m.lifetime_s:g} s, so every call writes its whole prompt again "
+                       f"at {m.write_multiple:g}x the input price: caching costs more.")
+    if bill["pays_from_call"] is None:
+        return head + "Reads save nothing at these prices, so caching never pays."
+    return head + (f"Caching pays from call {bill['pays_from_call']} on and saves {bill['saving']:.0%} "
+                   f"(reads at {m.read_multiple:g}x, writes at {m.write_multiple:g}x the input price).")
+
+
+def _gpu_rows(c: Context) -> list[tuple[str, float]]:
+    gpu = money_of(c.scenario, c.result.prefill_gpu_s, c.result.recompute_gpu_s)["gpu"]
+    return [("the fleet, kept up", gpu["fleet_usd_per_month"]), ("its prefill work", gpu["prefill_usd_per_month"]),
+            ("of which recomputing", gpu["recompute_usd_per_month"])]
+
+
+def _gpu_data(c: Context) -> dict[str, dict]:
+    rows = _gpu_rows(c)
+    return {"src:gpu": {"data": {"what": [w for w, _ in rows], "usd": [round(v, 2) for _, v in rows],
+                                 "zero": [0.0] * len(rows), "color": [PALETTE[5], PALETTE[0], PALETTE[3]]}}}
+
+
+def _gpu_caption(c: Context) -> str:
+    (_, fleet), (_, prefill), (_, recompute) = _gpu_rows(c)
+    price = c.scenario.money.gpu_usd_per_hour
+    return (f"At ${price:g} a GPU-hour, {c.scenario.fleet.replicas} replicas kept up cost ${fleet:,.0f} a month. "
+            f"This run's prefill, at the same rate around the clock, is ${prefill:,.0f} a month of GPU time, "
+            f"${recompute:,.0f} of it recomputing prefixes another replica held.")
+
+
+FLEET_CHARTS = (
+    Figure("ttft", "Time to first token over time", _ttft_data, _ttft_caption),
+    Figure("hit", "Prefix cache hit rate over time", _hit_data, _hit_caption),
+    Figure("backlog", "Queued work per replica over time", _backlog_data, _backlog_caption),
+    Figure("memory", "KV memory of the fleet over time",
+           lambda c: {"src:memory": {"data": memory_data(c.result)}}, _memory_caption),
+    Figure("dist", "Distribution of time to first token",
+           lambda c: {"src:dist": {"data": histogram([r.ttft_ms for r in c.result.records])}}, _dist_caption),
+)
+ARTICLE_FIGURES = (
+    Figure("crossover", "Warm but busy, or idle and cold?", _crossover_data, _crossover_caption,
+           reads=("crossover.", "hardware."), fleet=False,
+           controls=("crossover.prompt_tokens", "crossover.new_tokens", "crossover.queued", "crossover.queued_tokens")),
+    Figure("transfer", "Move the KV, or recompute it?", _transfer_data, _transfer_caption,
+           reads=("transfer.", "hardware."), fleet=False,
+           controls=("transfer.prompt_tokens", "transfer.cached_tokens", "transfer.rdma_gbps", "transfer.host_gb_s",
+                     "transfer.nvme_gb_s")),
+    Figure("fanout", "A fan-out racing for the cache", _fanout_data, _fanout_caption,
+           controls=("traffic.kind", "traffic.agent_fanout", "traffic.agent_warm_first"), example=tuple(RACE.items())),
+    Figure("api", "When prompt caching pays", _api_data, _api_caption, reads=("money.",), fleet=False,
+           controls=("money.calls", "money.gap_s", "money.lifetime_s")),
+    Figure("gpu", "What the fleet's GPU time costs", _gpu_data, _gpu_caption, reads=("money.",),
+           controls=("money.gpu_usd_per_hour",)),
+)
+FIGURES = {f.name: f for f in FLEET_CHARTS + ARTICLE_FIGURES}
+EMBED_FIGURES = ("headline", "ttft", "hit")  # an embed that names no figure
+EMBED_CONTROLS = ("fleet.cache", "fleet.replicas", "router.kind", "dynamic_text")  # ...and no controls
+
+
+def embed_figures() -> tuple[str, ...]:
+    """What `?figure=` may name: `headline` (the numbers) and every figure."""
+    return ("headline", *FIGURES)

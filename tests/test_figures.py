@@ -1,0 +1,161 @@
+"""The page's figures: each drawn from the model's own functions, the article's ones without re-running the fleet,
+and an embed showing exactly the figures and controls its URL names."""
+
+import pytest
+
+import lab.view as view
+from lab.controls import CONTROLS
+from lab.figures import ARTICLE_FIGURES, FIGURES, Context, fleet_key
+from model import RACE, Scenario, crossover, explainer_profile, fanout_race, money_of, simulate, transfer_of
+
+
+def context(scenario: Scenario) -> Context:
+    return Context(scenario, view.run(scenario), view.run)
+
+
+def data(name: str, scenario: Scenario) -> dict:
+    return FIGURES[name].data(context(scenario))
+
+
+def caption(name: str, scenario: Scenario) -> str:
+    return FIGURES[name].caption(context(scenario))
+
+
+def test_the_crossover_figure_draws_the_articles_case_and_its_curves_cross_at_the_breakeven():
+    s = Scenario()
+    curves = data("crossover", s)["src:crossover"]["data"]
+    profile, _ = explainer_profile(s)
+    x = crossover(profile, 30_000, 900, 3, 8000)
+    even = data("crossover", s)["src:crossover_even"]["data"]["x"][0]
+    assert even == pytest.approx(x.breakeven_cached_fraction * 100, abs=1e-3) == pytest.approx(80)
+    # below the breakeven the warm GPU is slower than the idle one, above it faster
+    for share, idle, warm in zip(curves["cached"], curves["idle"], curves["warm"]):
+        if share != pytest.approx(even):
+            assert (warm > idle) == (share < even), share
+    text = caption("crossover", s)
+    assert "2.12 s" in text and "1.76 s" in text and "80%" in text and "the warm GPU is faster" in text
+
+
+def test_the_crossover_figure_follows_its_inputs_and_says_when_the_idle_gpu_wins():
+    four = Scenario().with_text({"crossover.queued": "4"})
+    assert "2.33 s" in caption("crossover", four) and "the idle GPU is faster" in caption("crossover", four)
+    assert data("crossover", four)["src:crossover_even"]["data"]["x"] == []  # past 100%: no line to draw
+    smaller = Scenario().with_text({"hardware.preset": "llama8b_h100"})  # fewer FLOPs a token: everything faster
+    assert max(data("crossover", smaller)["src:crossover"]["data"]["idle"]) < 2
+
+
+def test_the_transfer_figure_is_the_models_transfer_over_every_tier():
+    s = Scenario()
+    t = transfer_of(s)
+    columns = data("transfer", s)["src:transfer"]["data"]
+    moved = dict(zip(columns["route"], columns["moved"]))
+    assert moved["RDMA 800 Gbps"] == pytest.approx(t["rdma_s"], abs=1e-6) == pytest.approx(0.048, abs=5e-4)
+    assert moved["NVMe 7 GB/s"] == pytest.approx(t["nvme_s"], abs=1e-6) == pytest.approx(0.68, abs=5e-3)
+    assert columns["ttft"][0] == pytest.approx(t["prompt_recompute_s"], abs=1e-6)
+    assert "4.8 GB" in caption("transfer", s)
+    slower = data("transfer", s.with_text({"transfer.rdma_gbps": "100"}))["src:transfer"]["data"]
+    assert dict(zip(slower["route"], slower["moved"]))["RDMA 100 Gbps"] == pytest.approx(8 * t["rdma_s"], rel=1e-4)
+
+
+def test_the_api_figure_shows_caching_paying_and_a_gap_past_the_lifetime_costing_more():
+    bill = data("api", Scenario())["src:api"]["data"]
+    assert bill["cached"][0] > bill["plain"][0] and bill["cached"][-1] < bill["plain"][-1]  # a write, then reads
+    late = Scenario().with_text({"money.gap_s": "400"})
+    bill = data("api", late)["src:api"]["data"]
+    assert all(c > p for c, p in zip(bill["cached"], bill["plain"]))
+    assert "outlives the cache's 300 s" in caption("api", late)
+
+
+def test_the_gpu_figure_prices_the_fleets_run():
+    s = Scenario()
+    gpu = money_of(s, simulate(s).prefill_gpu_s, simulate(s).recompute_gpu_s)["gpu"]
+    assert data("gpu", s)["src:gpu"]["data"]["usd"] == [round(gpu["fleet_usd_per_month"], 2),
+                                                        round(gpu["prefill_usd_per_month"], 2),
+                                                        round(gpu["recompute_usd_per_month"], 2)]
+    twice = data("gpu", s.with_text({"money.gpu_usd_per_hour": "6"}))["src:gpu"]["data"]["usd"]
+    assert twice == pytest.approx([2 * v for v in data("gpu", s)["src:gpu"]["data"]["usd"]], abs=0.02)
+
+
+def test_the_fanout_figure_is_the_models_race_and_is_empty_without_fanouts():
+    race = Scenario().with_text(dict(RACE))
+    columns = data("fanout", race)["src:fanout"]["data"]
+    model = fanout_race(race)
+    assert columns["computed"] == [model["race"]["computed"], model["warm_first"]["computed"]]
+    assert columns["read"] == [model["race"]["read"], model["warm_first"]["read"]]
+    assert columns["computed"][1] < columns["computed"][0]  # warming first is the fix
+    assert data("fanout", Scenario())["src:fanout"]["data"]["way"] == []
+    assert "sends no fan-outs" in caption("fanout", Scenario())
+
+
+def request(hash_: str = "", **extra) -> dict:
+    return {"hash": hash_, "controls": None, "action": None, "progress": {}, "memo": None, **extra}
+
+
+def test_moving_an_article_slider_reuses_the_fleets_run_and_a_fleet_control_runs_it(monkeypatch):
+    view._RUNS.clear()
+    runs = []
+    monkeypatch.setattr(view, "simulate", lambda s, limit=None: runs.append(s) or simulate(s, limit=limit))
+    first = view.handle(request())
+    assert len(runs) == 1
+    moved = view.handle(request(first["hash"], controls={"ctl:crossover.queued": 5}))
+    assert len(runs) == 1, "a crossover slider re-ran the fleet"
+    assert moved["patches"]["bokeh"]["src:crossover_now"] != first["patches"]["bokeh"]["src:crossover_now"]
+    assert moved["summary"] == first["summary"]
+    view.handle(request(moved["hash"], controls={"ctl:money.gpu_usd_per_hour": 5}))
+    view.handle(request(moved["hash"], controls={"ctl:transfer.rdma_gbps": 400}))
+    assert len(runs) == 1
+    view.handle(request(moved["hash"], controls={"ctl:fleet.replicas": 6}))
+    assert len(runs) == 2
+    view.handle(request(moved["hash"]))  # back where it was: remembered
+    assert len(runs) == 2
+
+
+def test_a_link_speed_is_a_fleet_key_when_replicas_fetch_over_that_link():
+    fetching = Scenario().with_text({"fleet.fetch": "rdma"})
+    assert fleet_key(fetching) != fleet_key(fetching.with_text({"transfer.rdma_gbps": "100"}))
+    assert fleet_key(fetching) == fleet_key(fetching.with_text({"transfer.cached_tokens": "100",
+                                                                "crossover.queued": "7", "money.calls": "3"}))
+
+
+def test_an_embed_shows_the_figures_and_controls_its_url_names():
+    answer = view.handle(request(embed={"figure": "crossover"}))
+    dom, bokeh = answer["patches"]["dom"], answer["patches"]["bokeh"]
+    assert dom['[data-figure="crossover"]'] == {"hidden": False}
+    assert all(dom[f'[data-figure="{name}"]']["hidden"] for name in FIGURES if name != "crossover")
+    assert dom['[data-figure="headline"]']["hidden"]
+    assert "src:fanout" not in bokeh and "src:ttft" not in bokeh  # figures not shown are not computed
+    shown = {c.key for c in CONTROLS if bokeh[c.box_name]["visible"]}
+    assert shown == set(FIGURES["crossover"].controls)
+    named = view.handle(request(embed={"figure": "headline,hit", "controls": "router.kind,fleet.replicas"}))
+    shown = {c.key for c in CONTROLS if named["patches"]["bokeh"][c.box_name]["visible"]}
+    assert shown == {"router.kind", "fleet.replicas"}
+    assert not named["patches"]["dom"]['[data-figure="hit"]']["hidden"]
+
+
+def test_an_embed_names_what_it_does_not_know_and_falls_back():
+    answer = view.handle(request(embed={"figure": "crossover,<b>pie</b>", "controls": "fleet.replicas,nope"}))
+    notices = " ".join(answer["notices"])
+    assert "'<b>pie</b>'" in notices and "'nope'" in notices and "crossover" in notices
+    bare = view.handle(request(embed={}))
+    assert not bare["patches"]["dom"]['[data-figure="ttft"]']["hidden"]
+    assert not bare["patches"]["dom"]['[data-figure="headline"]']["hidden"]
+    assert bare["patches"]["dom"]['[data-figure="crossover"]']["hidden"]
+    assert "[data-figure=\"ttft\"]" not in view.handle(request())["patches"]["dom"]  # the full page hides nothing
+
+
+def test_the_fanout_example_loads_the_articles_race_but_not_inside_a_mission():
+    answer = view.handle(request(action={"type": "example", "figure": "fanout"}))
+    assert Scenario().with_text(dict(RACE)) == view.read_state({"hash": answer["hash"]}).scenario
+    assert answer["patches"]["dom"]["#try-fanout"]["hidden"]  # loaded: nothing more to offer
+    assert not view.handle(request())["patches"]["dom"]["#try-fanout"]["hidden"]
+    refused = view.handle(request("mission=cache-on", action={"type": "example", "figure": "fanout"}))
+    assert "leave the mission" in " ".join(refused["notices"])
+    assert "traffic.kind" not in refused["hash"]
+
+
+def test_every_article_figure_declares_controls_the_page_has():
+    keys = {c.key for c in CONTROLS}
+    for fig in ARTICLE_FIGURES:
+        assert fig.controls and set(fig.controls) <= keys, fig.name
+        beside = {c.key for c in CONTROLS if c.figure == fig.name}
+        assert beside <= set(fig.controls), fig.name
