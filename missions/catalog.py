@@ -186,6 +186,39 @@ MISSIONS: tuple[Mission, ...] = (
         two_stars=(at_least("hit_rate", 0.435),),
         three_stars=(at_most("ttft_p99_ms", 800),),
     ),
+    Mission(
+        id="warm-or-idle",
+        requires=("stale-router",),
+        title="Warm but busy, or idle and cold",
+        brief=("Agents send 30,000-token prompts that repeat almost all of their last call, on a 14B "
+               "model on H100s. The cache-aware router follows the cache until a replica is a second "
+               "behind, then sends the call to an idle replica that must compute all of it again: "
+               "two seconds of prefill to save one second of queue."),
+        lesson=("Compare finishing times, not queues: a warm replica with a queue often answers first, and "
+                "copying the KV from a peer can beat computing it again."),
+        start=_s(traffic__kind="agent", traffic__agent_rate="0.3", hardware__preset="article_14b_h100",
+                 fleet__memory_gb="16", router__kind="cache_aware"),
+        controls=("router.kind", "router.spill_threshold_s", "fleet.fetch", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.88), at_most("ttft_p99_ms", 2300)),
+        two_stars=(at_most("ttft_p99_ms", 1750),),
+        three_stars=(at_most("replicas", 5),),
+    ),
+    Mission(
+        id="fan-out",
+        requires=("warm-or-idle",),
+        title="Eight calls, one cold prefix",
+        brief=("Every fifth step an agent sends eight sub-calls at once, all starting with the same "
+               "4,000 new tokens. They reach the replicas before any of them has computed that prefix, "
+               "so up to eight replicas compute it side by side and the tail waits."),
+        lesson=("Sub-calls that share a new prefix race for the cache: send one first and the rest at its "
+                "first token, and they all read what it wrote."),
+        start=_s(traffic__kind="agent", traffic__agent_fanout="8", hardware__preset="article_14b_h100",
+                 fleet__memory_gb="16", router__kind="cache_aware"),
+        controls=("traffic.agent_warm_first", "router.kind", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.9), at_most("ttft_p99_ms", 2000)),
+        two_stars=(at_most("ttft_p99_ms", 1500),),
+        three_stars=(at_most("replicas", 3),),
+    ),
 )
 
 
