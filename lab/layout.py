@@ -239,7 +239,7 @@ def _crossover(sources: dict[str, ColumnDataSource]) -> Any:
 
 def _transfer(sources: dict[str, ColumnDataSource]) -> Any:
     routes = sources["src:transfer"].data["route"]
-    f = _plain("TTFT: move the KV, then compute the rest", "fig:transfer", y_range=list(reversed(routes)),
+    f = _plain("Time to first token, by route", "fig:transfer", y_range=list(reversed(routes)),
                x_axis_label="seconds")
     f.hbar(y="route", left="zero", right="moved", height=0.6, source=sources["src:transfer"], color=PALETTE[2],
            legend_label="moving KV")
