@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, explain, generate, simulate
+from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate
 
 from . import fleetview, missionview
 from .controls import (
@@ -49,6 +49,7 @@ from .controls import (
 )
 from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, Context, embed_figures, fleet_key
 from .missionview import Memo, Play
+from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "read_shown",
@@ -69,8 +70,9 @@ PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a 
 SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2.5 times as much
 
 
+MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
 RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
-_RUNS: "OrderedDict[tuple, Result]" = OrderedDict()
+_RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
 
 
 def budget(scenario: Scenario) -> int:
@@ -92,6 +94,7 @@ class State:
     asking: bool = False  # waiting for the player to confirm "Reset progress"
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
     shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
+    files: Any = None  # the trace files the page holds (see `handle`); `trace=<name>` plays the player's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
@@ -118,6 +121,8 @@ class Derived:
     open_ids: frozenset[str]  # missions the player may open, after this verdict
     play: Play  # the player's state after this verdict: progress, best setups
     seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
+    traced: TraceRun | None = None  # the replay of a trace file (the player's, or the mission's), when one plays
+    fetch: dict[str, str] | None = None  # a mission's trace the page must fetch first: its key, URL and name
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +181,18 @@ def run(scenario: Scenario) -> Result:
 
 # -- entry points ------------------------------------------------------------
 
-def handle_json(request: str) -> str:
-    """`handle` over JSON text: what the worker calls."""
-    return json.dumps(handle(json.loads(request)), separators=(",", ":"))
+def handle_json(request: str, files: Any = None) -> str:
+    """`handle` over JSON text: what the worker calls, with the trace files the page holds."""
+    return json.dumps(handle(json.loads(request), files), separators=(",", ":"))
 
 
-def handle(request: Mapping[str, Any]) -> dict:
-    """Apply a request's controls or action to its hash, simulate, and describe the page."""
-    state = settle(update(read_state(request), request))
+def handle(request: Mapping[str, Any], files: Any = None) -> dict:
+    """Apply a request's controls or action to its hash, simulate, and describe the page.
+
+    `files` holds the trace files the page has (`files.get(key)` -> a `lab.tracepage.Source` or None): "user",
+    the one the player chose, and "mission:<id>", the traffic of a mission that replays a trace.
+    """
+    state = settle(update(read_state(request, files), request))
     return answer(state, derive(state))
 
 
@@ -196,8 +205,8 @@ def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: t
 
 # -- the state -----------------------------------------------------------------
 
-def read_state(request: Mapping[str, Any]) -> State:
-    """The state a request starts from: its hash, and what the browser keeps for the player.
+def read_state(request: Mapping[str, Any], files: Any = None) -> State:
+    """The state a request starts from: its hash, what the browser keeps for the player, the file it holds.
 
     The setup is being played if the page itself wrote this hash while playing (a reload, or a way back).
     """
@@ -206,7 +215,7 @@ def read_state(request: Mapping[str, Any]) -> State:
     playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
     shown, notices = read_shown(request.get("embed"))
     return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")),
-                 hashed.notices + notices, memo, playing, shown=shown)
+                 hashed.notices + notices, memo, playing, shown=shown, files=files)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
@@ -227,6 +236,11 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         state = _with_explain(state, action.get("request"))
     elif isinstance(action, dict) and action.get("type") == "example":
         state = _with_example(state, action.get("figure"))
+    elif isinstance(action, dict) and action.get("type") in ("trace", "trace_off"):
+        page = {k: v for k, v in state.page.items() if k not in ("trace", "mission", "explain")}
+        if action["type"] == "trace" and isinstance(action.get("name"), str):
+            page["trace"] = action["name"][:MAX_TRACE_NAME]
+        state = dataclasses.replace(state, page=page, playing=False, scored=False)
     elif isinstance(action, dict) and action:
         state = dataclasses.replace(_with_event_action(state, action), scored=state.playing)
     return state
@@ -252,7 +266,7 @@ def _with_example(state: State, name: Any) -> State:
 
 def settle(state: State) -> State:
     """Drop what the page cannot show, saying so: a setup too big to simulate per change, a mission not open."""
-    state = _within_budget(state)
+    state = _with_trace(_within_budget(state))
     mission, notice = missionview.chosen(state.page, state.progress)
     if mission is None and state.playing:
         state = dataclasses.replace(state, playing=False, scored=False)  # free play earns nothing
@@ -260,6 +274,54 @@ def settle(state: State) -> State:
         return state
     page = {k: v for k, v in state.page.items() if k != "mission"}
     return dataclasses.replace(state, page=page).noting(notice)
+
+
+def _with_trace(state: State) -> State:
+    """Keep `trace=<name>` only if the page holds that file and it replays on this setup; else say why.
+
+    A trace brings its own traffic: events and dynamic text (which shape synthetic prompts) are dropped,
+    and a mission, which plays its own traffic, closes the trace.
+    """
+    name = state.page.get("trace")
+    if name is None:
+        return state
+    page = {k: v for k, v in state.page.items() if k != "trace"}
+    if "mission" in state.page:
+        return dataclasses.replace(state, page=page).noting(
+            "A mission plays its own traffic: the trace is put aside (choose it again after the mission).")
+    source = _file(state, "user")
+    if source is None or source.name != name:
+        return dataclasses.replace(state, page=page).noting(
+            f"The trace {name[:60]!r} is not loaded in this page: a file you choose never leaves your browser, so "
+            "a reload or a link forgets it. Choose the file again (Your own traffic, below the charts).")
+    if state.scenario.events or state.scenario.dynamic_text != "none":
+        state = dataclasses.replace(state, scenario=state.scenario.with_values(
+            {"events": [], "dynamic_text": "none"})).noting(
+            "A trace brings its own prompts: its events and dynamic text were dropped.")
+    try:
+        trace_run(state.scenario, source)
+    except (TraceError, ScenarioError) as exc:
+        return dataclasses.replace(state, page=page).noting(f"{name[:60]} cannot be replayed: {exc}")
+    return state
+
+
+def _file(state: State, key: str) -> Source | None:
+    return None if state.files is None else state.files.get(key)
+
+
+def trace_run(scenario: Scenario, source: Source, limit: int | None = None) -> TraceRun:
+    """`replay_source` within the page's budget (or `limit`), remembered as runs are (by file and by the keys
+    the simulation reads)."""
+    limit = budget(scenario) if limit is None else min(limit, budget(scenario))
+    key = ("trace", source.name, source.size, limit, fleet_key(scenario))
+    found = _RUNS.get(key)
+    if found is None:
+        found = _RUNS[key] = replay_source(scenario, source, limit)
+        while len(_RUNS) > RUNS_KEPT:
+            _RUNS.popitem(last=False)
+    else:
+        _RUNS.move_to_end(key)
+    return found  # type: ignore[return-value]
 
 
 def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
@@ -340,13 +402,24 @@ def _within_budget(state: State) -> State:
 def derive(state: State) -> Derived:
     """Simulate the state's scenario, score it on the chosen mission (its stars count if the state is scored),
     and explain one routing decision if the URL asks."""
-    result = run(state.scenario)
+    traced, fetch = None, None
+    user = _file(state, "user")
+    if "trace" in state.page and user is not None:  # settle() kept it only if it replays
+        traced = trace_run(state.scenario, user)
     mission, _ = missionview.chosen(state.page, state.progress)
-    verdict = None if mission is None else score(mission, state.scenario, result)
+    if mission is not None and mission.trace:
+        key = MISSION_KEY + mission.id
+        own = _file(state, key)
+        if own is None:  # the page fetches it from the site and asks again; until then no verdict
+            fetch = {"key": key, "url": mission_file(mission), "name": mission.trace}
+        else:
+            traced = trace_run(state.scenario, own, mission.trace_requests)
+    result = run(state.scenario) if traced is None else traced.result
+    verdict = None if mission is None or fetch is not None else score(mission, state.scenario, result)
     play = missionview.with_stars(state.play, mission, verdict, state.scenario)
     progress = dict(play.progress)
     return Derived(result, _summary(result), mission, verdict, progress,
-                   missionview.open_missions(progress, state.page), play, _seen(state, result))
+                   missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch)
 
 
 def _seen(state: State, result: Result) -> dict[str, Any] | None:
@@ -354,6 +427,9 @@ def _seen(state: State, result: Result) -> dict[str, Any] | None:
     text = state.page.get("explain", "")
     if not text.isdigit() or int(text) >= result.requests:
         return None
+    if "trace" in state.page:
+        return {"error": "The routing of a replayed trace is not explained here: the explanation replays the lab's "
+                         "own traffic. The slowest requests above are the trace's."}
     if result.rejected:
         return {"error": f"Request {text} cannot be explained here: this setup refused {result.rejected:,} requests "
                          "too big for a replica's memory, so the requests are not one per number. Give the replicas "
@@ -374,7 +450,7 @@ def answer(state: State, derived: Derived) -> dict:
     written = write_hash(state.scenario, dict(state.page))
     return {"hash": written, "notices": list(capped(state.notices)), "summary": dict(derived.summary),
             "progress": dict(derived.progress), "memo": missionview.remember(derived.play, written).to_dict(),
-            "patches": patches(state, derived)}
+            "patches": patches(state, derived), "fetch": derived.fetch}
 
 
 def patches(state: State, derived: Derived) -> dict:
@@ -419,7 +495,14 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#events-hint"] = {"hidden": not events_allowed}
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
-    dom["#readout"] = {"text": _readout(scenario, derived.result)}
+    traced, name = derived.traced, state.page.get("trace")
+    if traced is not None and name is None and mission is not None:  # the mission's own trace
+        name = f"{mission.trace}, its first {mission.trace_requests:,} requests"
+    dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
+    if derived.fetch is not None:
+        dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
+    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
+    dom["#trace-off"] = {"hidden": "trace" not in state.page}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
@@ -449,7 +532,10 @@ def _example_button(name: str) -> str:
             "Load the article's setup</button>")
 
 
-def _readout(scenario: Scenario, result: Result) -> str:
+def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> str:
+    if trace is not None:
+        return (f"{result.requests:,} requests replayed from {trace}; {result.prefill_gpu_s:,.1f} GPU-seconds of "
+                f"prefill, {result.recompute_gpu_s:,.1f} of them recomputing blocks another replica held.")
     rate = scenario.traffic.session_rate * scenario.traffic.turns_mean
     return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
             f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "

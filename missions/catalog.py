@@ -9,6 +9,9 @@ be reordered or added without anyone losing stars or access.
 Thresholds were set by running the model: every broken start scores no
 star, and tests/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
+A mission with a `trace` plays the first `trace_requests` requests of that
+public trace instead of the scenario's synthetic traffic (`lab.tracemission`
+finds and replays it); its scenario sets only the fleet.
 """
 
 from collections.abc import Iterable, Mapping
@@ -218,6 +221,27 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.9), at_most("ttft_p99_ms", 2000)),
         two_stars=(at_most("ttft_p99_ms", 1500),),
         three_stars=(at_most("replicas", 3),),
+    ),
+    Mission(
+        id="real-traffic",
+        requires=("round-robin",),
+        title="Real traffic, fewest replicas",
+        brief=("Ten minutes of a real chat service: 1,750 requests from Mooncake's public conversation trace, "
+               "8,000 tokens at the median and up to 123,000, most of them a conversation sent again with one "
+               "more turn. Eight replicas take turns; each has 256 GB of prefix memory and prefills 50,000 "
+               "tokens a second. The slowest one request in a hundred still waits more than two seconds."),
+        lesson=("A conversation's history sits on the replica that served its last turn. Routers that follow "
+                "the cache send the next turn there and skip a quarter of all prompt tokens; routers that only "
+                "balance load recompute them, and even sixteen such replicas miss the target that four "
+                "cache-aware ones meet."),
+        start=_s(router__kind="round_robin", fleet__replicas="8", fleet__memory_gb="256",
+                 fleet__prefill_tokens_per_s="50000"),
+        controls=("fleet.replicas", "router.kind", "router.spill_threshold_s"),
+        goal=(at_most("ttft_p99_ms", 1950),),
+        two_stars=(at_most("replicas", 6),),
+        three_stars=(at_most("replicas", 4),),
+        trace="conversation_trace.jsonl",  # its first ten minutes
+        trace_requests=1750,
     ),
 )
 
