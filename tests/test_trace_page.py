@@ -65,3 +65,14 @@ def test_the_real_traffic_mission_fetches_its_trace_from_the_site_and_scores_on_
     assert verdict(page) == (1, True)
     press(page, page.get_by_role("slider", name="Replicas"), "ArrowLeft", 4)  # 8 -> 4
     assert verdict(page) == (3, True)
+
+
+def test_a_trace_dropped_on_the_box_replays_too(fresh_lab):
+    page = fresh_lab
+    with open(TRACE, "rb") as f:
+        text = b"".join(next(f) for _ in range(300)).decode()
+    dropped = page.evaluate_handle("""text => { const data = new DataTransfer();
+        data.items.add(new File([text], 'dropped.jsonl')); return data; }""", text)
+    page.dispatch_event("#trace-drop", "drop", {"dataTransfer": dropped})
+    page.wait_for_function(f"({READY}) && location.hash.includes('trace=dropped.jsonl')", timeout=60_000)
+    assert "300 requests" in page.locator("#trace-summary").inner_text()
