@@ -314,6 +314,7 @@ def _write_pages(out: Path, wheel: str) -> None:
         "missions": dom["#missions"]["html"],
         "router_info": dom["#router-info"]["html"],
         "slowest": dom["#slowest"]["html"],
+        "compare_tools": dom["#compare-tools"]["html"],
     }
     from .site import SiteFileError, page_variables  # static/site.toml's title, links and footer; the glossary
 

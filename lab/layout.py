@@ -170,6 +170,10 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     out = {}
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
+        f.y_range = _locked_range("ttft", data)
+        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color="#1f77b4", alpha=0.3, line_dash="dashed")
+        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color="#d62728", alpha=0.3, line_dash="dashed",
+               legend_label="baseline")
         f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
         f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
         _legend_above(f)
@@ -178,6 +182,7 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
+        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color="#2ca02c", alpha=0.3, line_dash="dashed")
         f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out["hit"] = f
@@ -188,19 +193,26 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         out["backlog"] = f
     if "memory" in which:
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
+        f.y_range = _locked_range("memory", data)
         f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
                       alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+        f.line("t", "total", source=sources["src:memory_base"], line_width=2, color="#444444", alpha=0.5,
+               line_dash="dashed", legend_label="baseline's total")
         f.legend.location = "top_left"
         f.legend.background_fill_alpha = 0.6
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
                               mode="vline"))
         out["memory"] = f
     for f in out.values():  # y ranges follow the data, not the event shading drawn on its own 0..1 range
-        f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
+        if not isinstance(f.y_range, Range1d):
+            f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
     if "dist" in which:
         f = figure(title="TTFT distribution", name="fig:dist", height=230, sizing_mode="stretch_width", min_width=260,
                    toolbar_location=None, x_axis_type="log", x_axis_label="TTFT (ms, log scale)",
                    y_axis_label="% of requests")
+        f.y_range = _locked_range("dist", data)
+        f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist_base"],
+               fill_alpha=0, line_color="#444444", line_alpha=0.6, line_dash="dashed")
         f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
                fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
         f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
@@ -213,6 +225,12 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         if name in ARTICLE_DRAW:
             out[name] = ARTICLE_DRAW[name](sources)
     return out
+
+
+def _locked_range(name: str, data: dict) -> Range1d:
+    """A y range the view sets (`yr:<name>`, lab.compare): locked, or fitted to the data on every change."""
+    patch = data[f"yr:{name}"]
+    return Range1d(patch["start"], patch["end"], name=f"yr:{name}")
 
 
 def _plain(title: str, name: str, height: int = 250, **kw: Any) -> Any:

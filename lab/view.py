@@ -20,6 +20,7 @@ arguments, so they can be called in any order, and twice):
     read_state(request) -> State        the hash and the progress sent
     update(state, request) -> State     controls and actions applied
     settle(state) -> State              what the page cannot show dropped, with notices
+    pin(state, request) -> State        a baseline pinned or cleared, the axes locked or freed (`lab.compare`)
     derive(state) -> Derived            simulation, chosen mission, verdict, stars, open missions
     patches(state, derived) -> dict     what the page shows; answer() wraps it for the bridge
 """
@@ -36,7 +37,7 @@ from typing import Any
 from missions import Mission, Verdict, score
 from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate
 
-from . import fleetview, missionview
+from . import compare, fleetview, missionview
 from .controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -123,6 +124,9 @@ class Derived:
     seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
     traced: TraceRun | None = None  # the replay of a trace file (the player's, or the mission's), when one plays
     fetch: dict[str, str] | None = None  # a mission's trace the page must fetch first: its key, URL and name
+    base: dict[str, Any] | None = None  # the baseline's headline numbers, when the run is compared with one
+    base_result: Result | None = None
+    base_name: str = ""  # "the pinned baseline", "the mission's broken start"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +196,7 @@ def handle(request: Mapping[str, Any], files: Any = None) -> dict:
     `files` holds the trace files the page has (`files.get(key)` -> a `lab.tracepage.Source` or None): "user",
     the one the player chose, and "mission:<id>", the traffic of a mission that replays a trace.
     """
-    state = settle(update(read_state(request, files), request))
+    state = pin(settle(update(read_state(request, files), request)), request)
     return answer(state, derive(state))
 
 
@@ -266,7 +270,7 @@ def _with_example(state: State, name: Any) -> State:
 
 def settle(state: State) -> State:
     """Drop what the page cannot show, saying so: a setup too big to simulate per change, a mission not open."""
-    state = _with_trace(_within_budget(state))
+    state = _with_base(_with_trace(_within_budget(state)))
     mission, notice = missionview.chosen(state.page, state.progress)
     if mission is None and state.playing:
         state = dataclasses.replace(state, playing=False, scored=False)  # free play earns nothing
@@ -274,6 +278,16 @@ def settle(state: State) -> State:
         return state
     page = {k: v for k, v in state.page.items() if k != "mission"}
     return dataclasses.replace(state, page=page).noting(notice)
+
+
+def _with_base(state: State) -> State:
+    """Keep a pinned baseline only if it reads cleanly as a setup; else drop it (and its locked axes), saying so."""
+    pinned = state.page.get("base")
+    if pinned is None or (pinned and not read_hash(pinned).notices):
+        return state
+    page = {k: v for k, v in state.page.items() if k not in ("base", "axes")}
+    return dataclasses.replace(state, page=page).noting(
+        "The link's baseline (base=) is not a setup this lab can read; it was dropped. Pin one again.")
 
 
 def _with_trace(state: State) -> State:
@@ -401,25 +415,76 @@ def _within_budget(state: State) -> State:
 
 def derive(state: State) -> Derived:
     """Simulate the state's scenario, score it on the chosen mission (its stars count if the state is scored),
-    and explain one routing decision if the URL asks."""
-    traced, fetch = None, None
-    user = _file(state, "user")
-    if "trace" in state.page and user is not None:  # settle() kept it only if it replays
-        traced = trace_run(state.scenario, user)
+    run the baseline it is compared with, and explain one routing decision if the URL asks."""
     mission, _ = missionview.chosen(state.page, state.progress)
-    if mission is not None and mission.trace:
-        key = MISSION_KEY + mission.id
-        own = _file(state, key)
-        if own is None:  # the page fetches it from the site and asks again; until then no verdict
-            fetch = {"key": key, "url": mission_file(mission), "name": mission.trace}
-        else:
-            traced = trace_run(state.scenario, own, mission.trace_requests)
-    result = run(state.scenario) if traced is None else traced.result
+    result, traced, fetch = _played(state, state.scenario, mission)
     verdict = None if mission is None or fetch is not None else score(mission, state.scenario, result)
     play = missionview.with_stars(state.play, mission, verdict, state.scenario)
     progress = dict(play.progress)
+    base, base_name = _baseline(state, mission)
+    base_result = None if base is None or fetch is not None else _played(state, base, mission)[0]
     return Derived(result, _summary(result), mission, verdict, progress,
-                   missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch)
+                   missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch,
+                   None if base_result is None else _summary(base_result), base_result, base_name)
+
+
+def _played(state: State, scenario: Scenario, mission: Mission | None
+            ) -> tuple[Result, TraceRun | None, dict[str, str] | None]:
+    """`scenario` run on what the page plays: the player's trace, the mission's trace, or its own traffic.
+
+    Also the replay (if a trace played) and, for a mission whose trace the page has not fetched yet, what
+    to fetch: until then the run is the scenario's own traffic, which scores nothing.
+    """
+    user = _file(state, "user")
+    if "trace" in state.page and user is not None:  # settle() kept it only if it replays
+        traced = trace_run(scenario, user)
+        return traced.result, traced, None
+    if mission is not None and mission.trace:
+        key = MISSION_KEY + mission.id
+        own = _file(state, key)
+        if own is None:
+            return run(scenario), None, {"key": key, "url": mission_file(mission), "name": mission.trace}
+        traced = trace_run(scenario, own, mission.trace_requests)
+        return traced.result, traced, None
+    return run(scenario), None, None
+
+
+def _baseline(state: State, mission: Mission | None) -> tuple[Scenario | None, str]:
+    """The setup the run is compared with, and its name: the one pinned, else the mission's broken start."""
+    pinned = state.page.get("base")
+    if pinned:
+        return read_hash(pinned).scenario, "the pinned baseline"
+    if mission is not None:
+        return mission.start, "the mission's broken start"
+    return None, ""
+
+
+def pin(state: State, request: Mapping[str, Any]) -> State:
+    """Pin or clear the baseline, lock or free the axes (actions `pin`, `unpin`, `lock_axes`, `free_axes`;
+    opening a mission locks them too).
+
+    Runs after `settle`, as locking needs the settled setup's run: the axes lock where both the current
+    run and the baseline fit, and a pinned baseline locks them too.
+    """
+    action = request.get("action")
+    kind = action.get("type") if isinstance(action, dict) else None
+    if kind in ("select_mission", "load_mission") and "mission" in state.page and "axes" not in state.page:
+        kind = "lock_axes"  # a mission's start is its baseline: the axes hold still while it is played
+    if kind not in ("pin", "unpin", "lock_axes", "free_axes"):
+        return state
+    cleared = ("base", "axes") if kind in ("pin", "unpin") else ("axes",)
+    page = {k: v for k, v in state.page.items() if k not in cleared}
+    if kind == "pin":
+        page["base"] = write_hash(state.scenario, {}) or "v=1"
+    if kind in ("pin", "lock_axes"):
+        mission, _ = missionview.chosen(state.page, state.progress)
+        probe = dataclasses.replace(state, page=page)
+        base, _ = _baseline(probe, mission)
+        results = [_played(probe, state.scenario, mission)[0]]
+        if base is not None:
+            results.append(_played(probe, base, mission)[0])
+        page["axes"] = compare.write_axes(compare.bounds(*results))
+    return dataclasses.replace(state, page=page)
 
 
 def _seen(state: State, result: Result) -> dict[str, Any] | None:
@@ -464,6 +529,9 @@ def patches(state: State, derived: Derived) -> dict:
         **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
+        **compare.base_patches(derived.base_result),
+        **compare.axes_patches(compare.read_axes(state.page.get("axes")),
+                               compare.bounds(derived.result, derived.base_result)),
     }
     context = Context(scenario, derived.result, run)
     shown = state.shown
@@ -503,6 +571,10 @@ def patches(state: State, derived: Derived) -> dict:
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
     dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
+    dom["#deltas"] = {"hidden": derived.base is None,
+                      "html": "" if derived.base is None else compare.deltas_html(derived.summary, derived.base,
+                                                                                  derived.base_name)}
+    dom["#compare-tools"] = {"html": _compare_tools(state, derived)}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
@@ -521,6 +593,16 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
         "color": [EVENT_COLOURS[e.kind] for e in ev],
         "label": [EVENT_NAMES[e.kind] for e in ev],
     }}}
+
+
+def _compare_tools(state: State, derived: Derived) -> str:
+    """The buttons that pin or clear the baseline and lock or free the axes."""
+    pinned, locked = "base" in state.page, "axes" in state.page
+    pin_button = ('<button type="button" data-action="unpin">Clear the baseline</button>' if pinned else
+                  '<button type="button" data-action="pin">Pin this run as the baseline</button>')
+    lock_button = (f'<button type="button" data-action="{"free_axes" if locked else "lock_axes"}" '
+                   f'aria-pressed="{"true" if locked else "false"}">Lock the axes</button>')
+    return pin_button + " " + lock_button
 
 
 def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
