@@ -109,4 +109,4 @@ def deltas_html(now: Mapping[str, Any], base: Mapping[str, Any], what: str) -> s
         sign = "±" if float(shown.replace(",", "")) == 0 else ("+" if change > 0 else "−")
         parts.append(f'<span class="delta" data-delta="{key}" data-value="{round(change, 6)}">{label} {sign}'
                      f"{shown}{unit}</span>")
-    return f"<strong>Against {html.escape(what)}:</strong> " + ", ".join(parts)
+    return f"<strong>Against {html.escape(what)}</strong> (dashed in the charts): " + ", ".join(parts)

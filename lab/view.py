@@ -579,6 +579,7 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
     dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
+    dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
     dom["#explain"] = {"html": explained, "hidden": not explained}
     return {"bokeh": bokeh, "dom": dom}
