@@ -104,7 +104,7 @@ def format_summary(result: Any) -> str:
         f"{result.requests} requests over {s.duration_s:g} s on {s.fleet.replicas} replica(s), "
         f"router {s.router.kind}, cache {'on' if s.fleet.cache else 'off'}",
         f"hit rate      {result.hit_rate * 100:.1f}% of prompt tokens; " + (
-            "no request continues a conversation" if result.request_hit_rate is None else
+            "no request is known to continue a conversation" if result.request_hit_rate is None else
             f"{result.request_hit_rate * 100:.1f}% of continuing requests found their whole prefix"),
         f"TTFT          p50 {result.ttft_p50_ms:.0f} ms   p95 {result.ttft_p95_ms:.0f} ms   "
         f"p99 {result.ttft_p99_ms:.0f} ms   mean {result.ttft_mean_ms:.0f} ms",

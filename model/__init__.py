@@ -50,7 +50,7 @@ from .hardware import PRESETS, build, kv_room_gb, profile_of
 from .hindsight import explain
 from .locality import locality_comparison
 from .metrics import Result, percentile
-from .presets import NAMED, NamedScenario, scenario_of
+from .presets import NAMED, scenario_of
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
@@ -75,7 +75,7 @@ __all__ = [
     "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
     "stream",
     # named scenarios shipped with the project, and the KV-locality note's comparison run on one
-    "NAMED", "NamedScenario", "kv_room_gb", "locality_comparison", "scenario_of",
+    "NAMED", "kv_room_gb", "locality_comparison", "scenario_of",
     # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines",

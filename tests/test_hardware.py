@@ -128,7 +128,7 @@ def test_a_step_with_a_long_prefill_is_compute_bound_and_one_of_decodes_memory_b
 
 
 def test_codellama_13b_on_an_a100_from_its_published_figures():
-    from model.hardware import kv_room_gb
+    from model import kv_room_gb
     p = build("codellama13b_a100")
     assert p.kv_bytes_per_token == 2 * 40 * 40 * 128 * 2 == 819_200  # 40 KV heads: no grouped-query attention
     assert p.prefill_tokens_per_s() == pytest.approx(312e12 * 0.4 / (2 * 13.016e9))  # about 4,794 tokens a second
