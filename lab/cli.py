@@ -1,9 +1,11 @@
 """The `prefix-lab` command (also `python -m lab`).
 
-Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
-(build if needed, then serve it), `keys`, `missions` and `score`; `replay`
+Verbs: `run` (one scenario, headless, or a named one: `--preset`), `build`
+(the static site), `serve` (build if needed, then serve it), `keys`,
+`presets`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
-and the article's arithmetic: `crossover`, `transfer`, `money` and `fanout`.
+the article's arithmetic: `crossover`, `transfer`, `money` and `fanout`;
+and `locality`, the KV-locality note's comparison.
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -101,7 +103,9 @@ def format_summary(result: Any) -> str:
     lines = [
         f"{result.requests} requests over {s.duration_s:g} s on {s.fleet.replicas} replica(s), "
         f"router {s.router.kind}, cache {'on' if s.fleet.cache else 'off'}",
-        f"hit rate      {result.hit_rate * 100:.1f}%",
+        f"hit rate      {result.hit_rate * 100:.1f}% of prompt tokens; " + (
+            "no request is known to continue a conversation" if result.request_hit_rate is None else
+            f"{result.request_hit_rate * 100:.1f}% of continuing requests found their whole prefix"),
         f"TTFT          p50 {result.ttft_p50_ms:.0f} ms   p95 {result.ttft_p95_ms:.0f} ms   "
         f"p99 {result.ttft_p99_ms:.0f} ms   mean {result.ttft_mean_ms:.0f} ms",
         f"throughput    {result.throughput_rps:.2f} requests/s",
@@ -113,8 +117,21 @@ def format_summary(result: Any) -> str:
     return "\n".join(lines)
 
 
+def _preset(name: str | None, path: str | None) -> Scenario | None:
+    """The scenario of preset `name` (None without one); a preset and a scenario file together are refused."""
+    if name is None:
+        return None
+    if path is not None:
+        raise UsageError(f"--preset {name} and {path}: give a scenario file or a preset, not both")
+    from model import scenario_of
+    try:
+        return scenario_of(name)
+    except ScenarioError as exc:
+        raise UsageError(f"--{exc} (see prefix-lab presets)") from None
+
+
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario))
     if args.explain is not None:
         return _explain(scenario, args.explain, args.json)
     result = simulate(scenario)
@@ -187,6 +204,75 @@ def _sweep(args: argparse.Namespace) -> int:
     except CommandError as exc:
         raise UsageError(str(exc)) from None
     return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    from .presets import preset_rows
+
+    rows = preset_rows()
+    if args.json:
+        _out(json.dumps(rows, indent=1))
+        return 0
+    for row in rows:
+        _out(f"{row['name']}\n  {row['description']}\n  source: {row['source']}")
+        _out("  settings: " + " ".join(f"{k}={v}" for k, v in row["settings"].items()))
+        _out(f"  on the page: #{row['hash']}")
+    return 0
+
+
+def _locality(args: argparse.Namespace) -> int:
+    from model import locality_comparison
+
+    base = _preset("kv-locality-note", None)
+    table = locality_comparison(load_scenario(args.scenario, args.set, base=base))
+    if args.json:
+        _out(json.dumps(table, indent=1))
+        return 0
+    _out(format_locality(table))
+    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def format_locality(table: dict[str, Any]) -> str:
+    """The locality comparison as a table: each router's figures, and the note's beside them where it gives any."""
+    users = f"{table['users']} users, " if table["users"] is not None else ""
+    lines = [f"{users}{table['replicas']} replicas of {table['hardware']}, {table['scenario']['duration_s']} s "
+             f"(the note: {table['note']['source']})",
+             f"{'router':<36s} {'req hit':>8s} {'hit rate':>8s} {'p50 ms':>7s} {'p95 ms':>7s} {'p99 ms':>7s} "
+             f"{'req/s':>6s} | {'note: req hit':>13s} {'p99 ms':>7s} {'req/s':>6s}"]
+    for row in table["rows"]:
+        note = row["note"]
+        theirs = (f"{_pct(note['request_hit_rate']):>13s} {_ms(note['ttft_p99_ms']):>7s} {note['throughput_rps']:>6.1f}"
+                  if note else f"{'':>13s} {'':>7s} {'':>6s}")
+        lines.append(f"{row['label']:<36s} {_pct(row['request_hit_rate']):>8s} {_pct(row['hit_rate']):>8s} "
+                     f"{_ms(row['ttft_p50_ms']):>7s} {_ms(row['ttft_p95_ms']):>7s} {_ms(row['ttft_p99_ms']):>7s} "
+                     f"{row['throughput_rps']:>6.2f} | {theirs}")
+    f, n = table["fallback"], table["fallback"]["note"]
+    lines.append(f"the fallback against prefix-aware with no fallback: p95 {_change(f['ttft_p95_change'])}, "
+                 f"p99 {_change(f['ttft_p99_change'])}, request hit rate {_signed(f['request_hit_points'])} points "
+                 f"(the note: p95 {_change(n['ttft_p95_change'])}, p99 {_change(n['ttft_p99_change'])}, "
+                 f"{_signed(n['request_hit_points'])} points)")
+    rr = table["rows"][0]
+    lines.append(f"a continuing request that found its prefix: TTFT p50 {_ms(rr['found_ttft_p50_ms'])} ms; one that "
+                 f"did not: {_ms(rr['missed_ttft_p50_ms'])} ms (round robin; the note: "
+                 f"{table['note']['found_ttft_p50_ms']:.0f} and {table['note']['missed_ttft_p50_ms']:.0f} ms)")
+    lines += [f"note: {note}" for note in table["notes"]]
+    return "\n".join(lines)
+
+
+def _change(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.0f}%"
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1f}"
 
 
 def _keys(args: argparse.Namespace) -> int:
@@ -370,6 +456,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", nargs="?", help="scenario JSON file (default: the lab's default scenario)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set a dotted key, e.g. fleet.replicas=8 (repeatable)")
+    run.add_argument("--preset", metavar="NAME", help="start from a named scenario (see prefix-lab presets); "
+                     "--set changes it")
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_argument("--requests", metavar="FILE", help="write one JSON line per request to FILE ('-' for stdout)")
     run.add_argument("--explain", type=int, metavar="REQUEST_ID",
@@ -379,6 +467,10 @@ def parser() -> argparse.ArgumentParser:
     from .traces import add_trace_options
     add_trace_options(run, speedup=False)
     run.set_defaults(func=_run)
+
+    presets = verbs.add_parser("presets", help="list the named scenarios shipped with the lab and their sources")
+    presets.add_argument("--json", action="store_true", help="print as JSON")
+    presets.set_defaults(func=_presets)
 
     keys = verbs.add_parser("keys", help="list every scenario key with its default and range")
     keys.add_argument("--json", action="store_true", help="print as JSON")
@@ -417,6 +509,8 @@ def parser() -> argparse.ArgumentParser:
                _transfer)
     _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "
                "(money.*)", _money)
+    _explainer(verbs, "locality", "the KV-locality note's stress test under round robin, cache-aware and the "
+               "load-aware fallback, beside the note's figures", _locality, base="the kv-locality-note preset")
     _explainer(verbs, "fanout", "agent fan-outs sent all at once against the first call alone", _fanout,
                base="agent traffic fanning out to 8 sub-calls, 16 GB a replica, cache-aware routing")
     return p

@@ -152,7 +152,7 @@ CONTROLS = (
     Control("dynamic_text", "Dynamic text in the prompt", "buttons",
             labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices), short="Dynamic text"),
     Control("traffic.session_rate", "New sessions per second", "slider", short="Sessions per second"),
-    Control("traffic.kind", "Traffic", "buttons", labels=("Chats", "Agents")),
+    Control("traffic.kind", "Traffic", "buttons", labels=("Chats", "Agents", "Users")),
     Control("traffic.agent_rate", "New agent runs per second", "slider", enabled_when=("traffic.kind", "agent"),
             short="Agent runs per second"),
     Control("fleet.fetch", "Fetch a prefix a peer holds over", "select",

@@ -85,9 +85,10 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry("hardware.preset", "Model and GPU", "The model and GPU whose published figures turn tokens into seconds and "
           "bytes; the lab's own preset is the seed's 10,000 tokens a second.",
           brief="Whose figures turn tokens into seconds and bytes."),
-    Entry("traffic.kind", "Traffic", "Chats (the seed's sessions of short turns) or agent runs: long prompts of tool "
-          "definitions and results, each call repeating almost all of the one before.",
-          brief="Chat sessions, or agents whose every call repeats the last one."),
+    Entry("traffic.kind", "Traffic", "Chats (the seed's sessions of short turns), agent runs (long prompts of tool "
+          "definitions and results, each call repeating almost all of the one before), or a fixed number of users, "
+          "each sending its next request only once its answer is out.",
+          brief="Chat sessions, agents whose every call repeats the last one, or users who wait for answers."),
     Entry("traffic.agent_rate", "Agent runs per second", "How many agent runs start each second; each makes about "
           "twenty calls, a few seconds apart.",
           brief="Agent runs starting each second; each makes about twenty calls."),

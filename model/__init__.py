@@ -3,7 +3,9 @@
 `simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
 serving mode (batched decode under one KV budget, on a hardware profile from
 `hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
-of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats. The
+of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats,
+`traffic.kind=closed` a fixed population of users who wait for their answers (model/closed.py);
+`scenario_of(name)` builds a named scenario (model/presets.py). The
 explainers (crossover, transfer, money) are pure functions of a profile. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
@@ -44,9 +46,11 @@ from .explainers import (
     transfer_of,
     warm_ttft_s,
 )
-from .hardware import PRESETS, build, profile_of
+from .hardware import PRESETS, build, kv_room_gb, profile_of
 from .hindsight import explain
+from .locality import locality_comparison
 from .metrics import Result, percentile
+from .presets import NAMED, scenario_of
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
@@ -72,6 +76,8 @@ __all__ = [
     "Request", "Result", "Routing", "Run", "Scenario", "ScenarioError", "ServingRun", "TooManyRequests", "View", "build",
     "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
     "stream",
+    # named scenarios shipped with the project, and the KV-locality note's comparison run on one
+    "NAMED", "kv_room_gb", "locality_comparison", "scenario_of",
     # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines", "trace_reuse", "TraceReuse",

@@ -11,8 +11,8 @@ The dotted keys are a contract shared with the page URL and the CLI:
 `hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `events`. Unknown keys
 are errors, never ignored. `fleet.decode` picks the mode: false (the default)
 is the seed's lab model, prefill only; true is serving mode
-(`model/serving.py`). `traffic.kind` picks the request source (chat sessions
-or agent runs); `crossover.*`, `transfer.*` and `money.*` are the inputs of
+(`model/serving.py`). `traffic.kind` picks the request source (chat sessions,
+agent runs or a closed population of users); `crossover.*`, `transfer.*` and `money.*` are the inputs of
 the explainers (`model/explainers.py`), which no run reads except
 `transfer.*`'s link speeds when `fleet.fetch` is on.
 
@@ -49,6 +49,7 @@ __all__ = [
     "Spec",
     "Traffic",
     "Transfer",
+    "closed_tail",
     "describe",
     "format_text",
     "parse_events",
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 TOKENS_PER_GB = 8192
-TRAFFIC_KINDS = ("chat", "agent")
+TRAFFIC_KINDS = ("chat", "agent", "closed")
 FETCH_TIERS = ("off", "rdma", "nvme", "host")
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
@@ -179,7 +180,7 @@ class Traffic(_Section):
     user_max: int = _spec(240, 1, 100_000, doc="most tokens in a user turn")
     answer_mean: int = _spec(220, 1, 100_000, doc="mean tokens in an answer")
     # the request source: the seed's chat sessions, or agent runs (model/agents.py)
-    kind: str = _spec("chat", choices=TRAFFIC_KINDS, doc="request source: chat sessions or agent runs")
+    kind: str = _spec("chat", choices=TRAFFIC_KINDS, doc="request source: chat sessions, agent runs or closed users")
     agent_rate: float = _spec(0.1, 0.001, 10.0, page=(0.02, 1, 0.02), doc="agent: new agent runs per second (Poisson)")
     agent_steps: float = _spec(20.0, 1.0, 200.0, doc="agent: mean calls per run (geometric, at least 1)")
     agent_tools_tokens: int = _spec(8000, 0, 100_000, doc="agent: tokens of tool definitions after the system "
@@ -196,6 +197,18 @@ class Traffic(_Section):
     agent_branch_tokens: int = _spec(200, 1, 100_000, doc="agent: tokens of each sub-call's own instruction")
     agent_warm_first: bool = _spec(False, doc="agent: send one sub-call of a fan-out first and the rest at its first "
                                               "token, so they find the shared prefix cached (false: all at once)")
+    # a closed population of users (model/closed.py): each sends its next request when its answer is out
+    users: int = _spec(30, 1, 1000, doc="closed: users, each sending its next request only once its last answer is out")
+    think_s: float = _spec(0.0, 0.0, 3600.0, doc="closed: mean seconds a user thinks between an answer and its next "
+                                                 "request (uniform, half to one and a half times; 0: at once)")
+    ramp_s: float = _spec(10.0, 0.0, 3600.0, doc="closed: users start one after another, evenly over these seconds")
+    prefix_tokens: int = _spec(4000, 1, 100_000, doc="closed: tokens of the system prompt that every user's "
+                                                     "conversation starts with (shared by all users)")
+    sharing_ratio: float = _spec(0.9, 0.01, 0.99, doc="closed: share of a conversation's first prompt that is the "
+                                                      "shared prefix; every request adds a new tail of "
+                                                      "prefix_tokens x (1 - ratio) / ratio tokens")
+    context_tokens: int = _spec(16_384, 2, 10_000_000, doc="closed: most tokens a conversation holds (prompt and "
+                                                           "answer); past it, the user starts a new conversation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,6 +665,12 @@ def _check(s: Scenario) -> None:
         raise ScenarioError(f"traffic.user_min: {t.user_min} is above traffic.user_max ({t.user_max}); make the minimum the smaller")
     if t.dynamic_at > t.system_tokens:
         raise ScenarioError(f"traffic.dynamic_at: {t.dynamic_at} is past the end of the system prompt ({t.system_tokens} tokens)")
+    if t.kind == "closed":
+        first = t.prefix_tokens + closed_tail(t) + t.answer_mean + t.answer_mean // 2
+        if first > t.context_tokens:
+            raise ScenarioError(f"traffic.context_tokens: {t.context_tokens} cannot hold a conversation's first "
+                                f"prompt and its longest answer ({first} tokens); raise it or shorten "
+                                "traffic.prefix_tokens")
     f = s.fleet
     if f.decode and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
@@ -671,6 +690,11 @@ def _check(s: Scenario) -> None:
     ordered = tuple(sorted(s.events, key=lambda e: (e.at_s, e.kind, e.duration_s, e.factor)))
     if ordered != s.events:  # events are a set in time: keep one canonical order
         object.__setattr__(s, "events", ordered)
+
+
+def closed_tail(t: Traffic) -> int:
+    """Tokens of new text in every closed user's request: prefix x (1 - ratio) / ratio, at least one."""
+    return max(1, round(t.prefix_tokens * (1.0 - t.sharing_ratio) / t.sharing_ratio))
 
 
 def _is_number(value: Any) -> bool:

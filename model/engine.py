@@ -14,7 +14,7 @@ the run goes on past `duration_s` until the last queue drains.
 
 from collections.abc import Iterable, Sequence
 
-from .agents import AgentRuns
+from .closed import looped_source
 from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_plan, fleet_link
@@ -60,8 +60,9 @@ class Run:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
-        # agent runs send each call when the one before is answered (model/agents.py); chat is a fixed list
-        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        # agent runs and closed users send each request when the one before is answered (model/agents.py,
+        # model/closed.py); chat is a fixed list
+        self.agents = looped_source(scenario, limit) if requests is None else None
         if self.agents is not None:
             self.requests: Iterable[Request] = self.agents.sent  # grows as calls are sent
         else:

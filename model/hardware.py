@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from .config import Scenario
 
-__all__ = ["ARTICLE", "GB", "PRESETS", "Preset", "Profile", "build", "profile_of"]
+__all__ = ["ARTICLE", "GB", "PRESETS", "SERVING_SHARE", "Preset", "Profile", "build", "kv_room_gb", "profile_of"]
 
 GB = 2**30  # bytes; the seed's 8,192 tokens per GB are 128 KiB each
 UNLIMITED_TOKENS = 2**62  # the KV of `fleet.memory_gb=none`: no run comes near it
@@ -59,6 +59,8 @@ H200 = "H200 SXM: 989 TFLOPS dense bf16, 4.8 TB/s HBM3e, 141 GB (NVIDIA H200 dat
 A100 = "A100 SXM 80GB: 312 TFLOPS dense bf16, 2,039 GB/s HBM2e (NVIDIA A100 datasheet)"
 LLAMA8B = "Llama 3.1 8B: 8.03B parameters, 32 layers, 8 KV heads of 128 (Meta's model card and config.json)"
 ARTICLE14B = "the article's 14B example: 14B parameters, 40 layers, 8 KV heads of 128, 2 bytes (160 KiB a token)"
+CODELLAMA13B = ("CodeLlama 13B: 13.016B parameters, 40 layers, 40 KV heads (no grouped-query attention) of 128 "
+                "(Meta's model card and config.json; 800 KiB of KV a token)")
 QWEN14B = "Qwen2.5-14B: 14.7B parameters, 48 layers, 8 KV heads of 128 (Qwen's model card and config.json)"
 
 ARTICLE = "article_14b_h100"  # what serving mode uses when the lab preset is chosen
@@ -77,7 +79,23 @@ PRESETS: dict[str, Preset] = {
                            f"{LLAMA8B}; {H100}; 40% utilisation"),
     "llama8b_a100": Preset("Llama 3.1 8B on A100", 8.03e9, 32, 8, 128, 2.0, 312.0, 0.4, 2.039, 80.0,
                            f"{LLAMA8B}; {A100}; 40% utilisation"),
+    "codellama13b_a100": Preset("CodeLlama 13B on A100", 13.016e9, 40, 40, 128, 2.0, 312.0, 0.4, 2.039, 80.0,
+                                f"{CODELLAMA13B}; {A100}; 40% utilisation"),
 }
+
+SERVING_SHARE = 0.9  # of a card's memory a serving engine takes for weights and KV (vLLM's gpu_memory_utilization)
+
+
+def kv_room_gb(preset: str, share: float = SERVING_SHARE) -> float:
+    """KV memory (GB, 2**30 bytes) a card leaves for the cache: share x card memory - weights.
+
+    The engine takes `share` of the card (vLLM's default 0.9), the weights take parameters x bytes
+    per value, and the rest holds KV. Activations and CUDA graphs are left out, so real engines
+    leave a few GB less. CodeLlama 13B on an 80 GB A100: 72 - 24.24 = 47.76 GB, 62,594 tokens.
+    """
+    p = PRESETS[preset]
+    return share * p.hbm_gb - p.params * p.bytes_per_value / GB
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,16 @@
 """What a run measured: per-request records, totals, per-replica figures, time series.
 
-`hit_rate` is cached prompt tokens over all prompt tokens. TTFT is queue wait
+`hit_rate` is cached prompt tokens over all prompt tokens. `request_hit_rate`
+counts requests instead: of the requests that continue a conversation (a
+chat's later turns, an agent's later calls, a closed user's later requests:
+`turn` > 0), the share that found their prefix, meaning their replica held
+every prompt token before the request's own new text (`cached_tokens >=
+prompt_tokens - user_tokens`: the history, the answers before, the system
+prompt). A conversation's first request is left out, as it has nothing of
+its own to find: the system prompt it starts with is shared by all traffic
+and soon on every replica, whatever the router. None when no request
+continues a conversation (a replayed trace, which says neither turns nor
+new text). With dynamic text in a prompt, no request finds it all. TTFT is queue wait
 plus prefill: in lab mode decode is not modelled; in serving mode TTFT ends
 with the first token, at the end of the step that finishes the prompt.
 Percentiles use the nearest-rank method on the exact values, so they are
@@ -133,8 +143,9 @@ class Result:
     notes: tuple[str, ...] = ()  # what the run changed to make the scenario runnable, in words
     fetched_tokens: int = 0  # prompt tokens replicas moved from a peer instead of recomputing (fleet.fetch)
     fetch_s: float = 0.0  # seconds those moves took (counted in prefill_gpu_s: the replica waits for them)
+    request_hit_rate: float | None = None  # share of continuing requests whose replica held their whole prefix
 
-    SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
+    SUMMARY = ("requests", "hit_rate", "request_hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
                "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps",
                "configured_rps", "rejected", "fetched_tokens", "fetch_s")
@@ -172,9 +183,15 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
         cached[rec.replica] += rec.cached_tokens
         prompt[rec.replica] += rec.prompt_tokens
     ttfts = sorted(rec.ttft_ms for rec in records)
+    continuing = found = 0
+    for rec in records:
+        if rec.turn > 0 and rec.user_tokens >= 0:
+            continuing += 1
+            found += rec.cached_tokens >= rec.prompt_tokens - rec.user_tokens
     return {
         "requests": len(records),
         "hit_rate": ratio(sum(cached), sum(prompt)),
+        "request_hit_rate": ratio(found, continuing) if continuing else None,
         "ttft_p50_ms": percentile(ttfts, 50),
         "ttft_p95_ms": percentile(ttfts, 95),
         "ttft_p99_ms": percentile(ttfts, 99),

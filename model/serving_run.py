@@ -13,7 +13,7 @@ session has sent its last turn and every answer is out.
 
 from collections.abc import Iterable, Sequence
 
-from .agents import AgentRuns
+from .closed import looped_source
 from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
 from .hardware import profile_of
@@ -40,8 +40,9 @@ class ServingRun:
         if fleet.fetch != "off":
             self.notes += (f"fleet.fetch={fleet.fetch} is modelled in lab mode only: this serving run recomputes "
                            "what a peer holds",)
-        # agent runs (model/agents.py) send each call when the one before is answered, as chat sessions do
-        self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
+        # agent runs and closed users (model/agents.py, model/closed.py) send each request when the one before is
+        # answered, as chat sessions do
+        self.agents = looped_source(scenario, limit) if requests is None else None
         self.source = ChatSessions(scenario, limit) if requests is None and self.agents is None else None
         self.requests = requests
         self._pending = iter(requests if requests is not None else ())  # given requests not yet sent

@@ -103,7 +103,7 @@ def test_the_explainers_keys_are_listed_with_the_articles_defaults(capsys):
         == {"prompt_tokens": "30000", "new_tokens": "900", "queued": "3", "queued_tokens": "8000"}
     assert rows["transfer.cached_tokens"]["default"] == "29000" and rows["transfer.rdma_gbps"]["default"] == "800"
     assert rows["money.read_multiple"]["default"] == "0.1" and rows["money.lifetime_s"]["default"] == "300"
-    assert rows["traffic.kind"]["allowed"] == "chat | agent" and rows["fleet.fetch"]["allowed"] == "off | rdma | nvme | host"
+    assert rows["traffic.kind"]["allowed"] == "chat | agent | closed" and rows["fleet.fetch"]["allowed"] == "off | rdma | nvme | host"
 
 
 # -- 2. moving the cache instead ---------------------------------------------------------------

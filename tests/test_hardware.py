@@ -125,3 +125,17 @@ def test_a_step_with_a_long_prefill_is_compute_bound_and_one_of_decodes_memory_b
     assert ARTICLE.step_s(30_000, 0) == ARTICLE.prefill_s(30_000)
     assert ARTICLE.step_s(0, 50_000) == ARTICLE.decode_step_s(50_000)
     assert ARTICLE.step_s(20, 0) == ARTICLE.decode_step_s(0)  # a tiny chunk still reads every weight
+
+
+def test_codellama_13b_on_an_a100_from_its_published_figures():
+    from model import kv_room_gb
+    p = build("codellama13b_a100")
+    assert p.kv_bytes_per_token == 2 * 40 * 40 * 128 * 2 == 819_200  # 40 KV heads: no grouped-query attention
+    assert p.prefill_tokens_per_s() == pytest.approx(312e12 * 0.4 / (2 * 13.016e9))  # about 4,794 tokens a second
+    assert p.prefill_s(4444) == pytest.approx(0.927, abs=0.001)
+    assert p.decode_step_s(0) == pytest.approx(13.016e9 * 2 / 2.039e12)  # 12.8 ms to read the weights once
+    # 90% of the 80 GB card, less 26 GB (24.2 GiB) of weights, holds the KV: 47.76 GB, 62,594 tokens of 800 KiB
+    assert kv_room_gb("codellama13b_a100") == pytest.approx(0.9 * 80 - 13.016e9 * 2 / 2**30)
+    assert p.tokens_in(kv_room_gb("codellama13b_a100")) == 62_594
+    assert kv_room_gb("codellama13b_a100", share=1.0) > kv_room_gb("codellama13b_a100")
+    assert kv_room_gb("llama8b_a100") > kv_room_gb("codellama13b_a100")  # smaller weights leave more room

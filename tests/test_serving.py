@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "9ea0d47d7ccd570e5cb3d30d49f0580922ba596d0cfce1ec2334f03c9c3db21e",
-    "burst_tight_memory": "b9789623258edd5665c7b446f155c41a1e943bf261412429cde422433f3ff429",
-    "default": "9675d89d6407ac9179a68f72f8766d383f0cc45d15897b4387937a9f3066b9f1",
-    "prefill_first": "7014df4f82fc2554a18712c70333481508b3dc2714b74a6a81ae538afdfb0ae3",
+    "a100_surge": "6bff9e6631cf92d13429689c04fbc63ec41d3c7396ab6e89b616572fcd358509",
+    "burst_tight_memory": "795176eb9062cdfc58253d4756015398eb9c0fae5e2d8c6e817df10f0f2ff6b8",
+    "default": "abf4d753ed57d70959dbcea099d5f56bbb3d61c0a40c630e8f7d955818168c8c",
+    "prefill_first": "64f3e64e4b5338d2f4e04747886b70a33aa7265727706dd28f448e197c04ab4a",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "e681e406db65e7a851bf07dd934c29bcefe18059bcb3f87904d29d0ce82c7a13",
-    "surge_and_burst": "4f02e18b38f7fb1b6f4624bc2811e125248ff2715a71228a9a4dafe88e397416",
+    "default": "dbfec7a7a1756bb37d5ea60f20f13f717e1948e8db356ba69fa2e0e25c6e33e2",
+    "surge_and_burst": "ebd57c8c8f6f51e68349a4be7f0da0e60c5ba3a8410a33456ea31eb1700b6059",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
