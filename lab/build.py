@@ -300,6 +300,7 @@ def _write_pages(out: Path, wheel: str) -> None:
     from model import Scenario
 
     from .layout import embed_page, lab_page
+    from .presets import preset_rows
     from .view import METRICS, render
 
     view = render(Scenario())
@@ -315,6 +316,7 @@ def _write_pages(out: Path, wheel: str) -> None:
         "router_info": dom["#router-info"]["html"],
         "slowest": dom["#slowest"]["html"],
         "compare_tools": dom["#compare-tools"]["html"],
+        "presets": [(row["name"], row["description"], row["hash"]) for row in preset_rows()],
     }
     from .site import SiteFileError, page_variables  # static/site.toml's title, links and footer; the glossary
 

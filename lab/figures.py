@@ -18,6 +18,7 @@ no key the simulation reads changed (`Context.run`).
 Standard library, `model` only: this runs in the browser too.
 """
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from model import (
     explainer_profile,
     fanout_figures,
     idle_ttft_s,
+    locality_comparison,
     money_of,
     prices_of,
     transfer_of,
@@ -70,6 +72,7 @@ class Figure:
     controls: tuple[str, ...] = ()  # the controls its paragraph needs
     fleet: bool = True  # drawn from the fleet's run
     example: tuple[tuple[str, str], ...] = ()  # keys and values of a setup that shows it, offered when it is empty
+    constant: bool = False  # reads nothing that changes: drawn once, at build time, and never sent again
 
 
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
@@ -349,6 +352,40 @@ def _gpu_caption(c: Context) -> str:
             f"${recompute:,.0f} of it recomputing prefixes another replica held.")
 
 
+@functools.cache
+def _locality() -> dict[str, Any]:
+    return locality_comparison()
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(value * 100, 2)
+
+
+def _locality_data(c: Context) -> dict[str, dict]:
+    """Each router's share of requests that found their prefix, the lab's beside the note's (where it gives one)."""
+    rows = _locality()["rows"]
+    return {"src:locality": {"data": {
+        "router": [r["label"] for r in rows], "lab": [_pct(r["request_hit_rate"]) for r in rows],
+        "note": [_pct((r["note"] or {}).get("request_hit_rate")) for r in rows], "zero": [0.0] * len(rows),
+        "p99": [r["ttft_p99_ms"] for r in rows], "rps": [r["throughput_rps"] for r in rows]}}}
+
+
+def _locality_caption(c: Context) -> str:
+    table = _locality()
+    rows = {r["key"]: r for r in table["rows"]}
+    parts = []
+    for key in ("round_robin", "cache_aware"):
+        r, note = rows[key], rows[key]["note"]
+        parts.append(f"{r['label']}: {r['request_hit_rate']:.1%} of requests found their prefix (the note: "
+                     f"{note['request_hit_rate']:.1%}), p99 {r['ttft_p99_ms']:,.0f} ms ({note['ttft_p99_ms']:,.0f}), "
+                     f"{r['throughput_rps']:.1f} requests a second ({note['throughput_rps']:g})")
+    fallback = table["fallback"]
+    return ("The KV-locality note's stress test replayed here (30 users, CodeLlama 13B on 8 A100s). "
+            + "; ".join(parts) + f". The load-aware fallback changes p99 by {fallback['ttft_p99_change']:+.0%} "
+            f"against prefix-aware routing without one (the note: {fallback['note']['ttft_p99_change']:+.0%}). "
+            "Throughput is about a tenth of the note's: the lab's answers are longer and every user waits for one.")
+
+
 FLEET_CHARTS = (
     Figure("ttft", "Time to first token over time", _ttft_data, _ttft_caption),
     Figure("hit", "Prefix cache hit rate over time", _hit_data, _hit_caption),
@@ -372,6 +409,8 @@ ARTICLE_FIGURES = (
            controls=("money.calls", "money.gap_s", "money.lifetime_s")),
     Figure("gpu", "What the fleet's GPU time costs", _gpu_data, _gpu_caption, reads=("money.",),
            controls=("money.gpu_usd_per_hour",)),
+    Figure("locality", "A published measurement, reproduced", _locality_data, _locality_caption, fleet=False,
+           constant=True),
 )
 FIGURES = {f.name: f for f in FLEET_CHARTS + ARTICLE_FIGURES}
 EMBED_FIGURES = ("headline", "ttft", "hit")  # an embed that names no figure

@@ -42,6 +42,7 @@ from bokeh.models import (
 )
 from bokeh.palettes import Blues256
 from bokeh.plotting import figure
+from bokeh.transform import dodge
 
 from model import Scenario
 
@@ -335,7 +336,22 @@ def _legend_above(f: Any) -> None:
     f.add_layout(f.legend[0], "above")  # above the plot, never over the lines
 
 
-ARTICLE_DRAW = {"crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
+def _locality(sources: dict[str, ColumnDataSource]) -> Any:
+    routers = sources["src:locality"].data["router"]
+    f = _plain("Requests that found their prefix", "fig:locality", height=230,
+               y_range=FactorRange(*reversed(routers)), x_axis_label="% of continuing requests")
+    f.hbar(y=dodge("router", 0.17, range=f.y_range), left="zero", right="lab", height=0.3,
+           source=sources["src:locality"], color=PALETTE[0], legend_label="this lab")
+    f.hbar(y=dodge("router", -0.17, range=f.y_range), left="zero", right="note", height=0.3,
+           source=sources["src:locality"], color=PALETTE[1], legend_label="the note")
+    f.add_tools(HoverTool(tooltips=[("", "@router"), ("this lab", "@lab{0.0}%"), ("the note", "@note{0.0}%"),
+                                    ("p99", "@p99{0,0} ms"), ("requests/s", "@rps{0.00}")]))
+    f.x_range = Range1d(0, 100)
+    _legend_above(f)
+    return f
+
+
+ARTICLE_DRAW = {"locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
 
 
 def _apply_widget_values(column: pn.Column, view: dict) -> None:

@@ -96,6 +96,7 @@ class State:
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
     shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
     files: Any = None  # the trace files the page holds (see `handle`); `trace=<name>` plays the player's
+    baking: bool = False  # rendered for the build: figures that never change are drawn this once
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
@@ -165,7 +166,8 @@ def read_shown(raw: Any) -> tuple[Shown | None, tuple[str, ...]]:
     controls = names("controls", tuple(c.key for c in CONTROLS))
     if controls is None:
         declared = [k for name in figures if name in FIGURES for k in FIGURES[name].controls]
-        controls = tuple(dict.fromkeys(declared)) or EMBED_CONTROLS
+        fleet = any(name not in FIGURES or FIGURES[name].fleet for name in figures)  # the headline is the fleet's
+        controls = tuple(dict.fromkeys(declared)) or (EMBED_CONTROLS if fleet else ())
     return Shown(figures, controls), tuple(notices)
 
 
@@ -203,7 +205,7 @@ def handle(request: Mapping[str, Any], files: Any = None) -> dict:
 def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: tuple[str, ...] | list[str] = (),
            progress: Mapping[str, int] | None = None) -> dict:
     """The full page description for a scenario (what the build bakes into the page)."""
-    state = settle(State(scenario, page or {}, progress or {}, tuple(notices)))
+    state = settle(State(scenario, page or {}, progress or {}, tuple(notices), baking=True))
     return answer(state, derive(state))
 
 
@@ -533,7 +535,9 @@ def patches(state: State, derived: Derived) -> dict:
     shown = state.shown
     dom: dict[str, dict] = {}
     for fig in FIGURES.values():
-        if shown is None or fig.name in shown.figures:
+        if fig.constant and not state.baking:
+            pass  # drawn at build time; nothing it reads can change
+        elif shown is None or fig.name in shown.figures:
             bokeh.update(fig.data(context))
             dom[f"#cap-{fig.name}"] = {"text": fig.caption(context)}
         if fig.example:

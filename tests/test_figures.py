@@ -156,7 +156,7 @@ def test_the_fanout_example_loads_the_articles_race_but_not_inside_a_mission():
 def test_every_article_figure_declares_controls_the_page_has():
     keys = {c.key for c in CONTROLS}
     for fig in ARTICLE_FIGURES:
-        assert fig.controls and set(fig.controls) <= keys, fig.name
+        assert (fig.controls or fig.constant) and set(fig.controls) <= keys, fig.name
         beside = {c.key for c in CONTROLS if c.figure == fig.name}
         assert beside <= set(fig.controls), fig.name
 
@@ -176,3 +176,12 @@ def test_the_load_strip_is_each_replicas_busy_share_per_bin_and_the_table_is_the
     table = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware"})["patches"]["dom"]["#replicas"]["html"]
     for r in result.replicas:
         assert f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>" in table
+
+
+def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figures():
+    baked = view.render(Scenario())["patches"]["bokeh"]["src:locality"]["data"]
+    assert baked["note"][:2] == [12.5, 97.5] and baked["note"][2:] == [None, None]
+    assert baked["lab"][1] > 90 and baked["lab"][0] < 12.5 * 1.6  # cache-aware above 90%; round robin near the note
+    assert "src:locality" not in view.handle(request())["patches"]["bokeh"]  # the worker never sends it again
+    alone = view.handle(request(embed={"figure": "locality"}))
+    assert not any(alone["patches"]["bokeh"][c.box_name]["visible"] for c in CONTROLS)  # nothing to set

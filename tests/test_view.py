@@ -207,6 +207,12 @@ def test_a_locked_mission_is_dropped_once_with_one_notice():
 def test_render_is_what_the_build_bakes_in():
     view = render(Scenario())
     assert view["hash"] == "" and view["notices"] == [] and view["progress"] == {}
+    once = {"src:locality"}, {"#cap-locality"}  # a figure nothing changes: drawn at build time only
+    assert set(view["patches"]["bokeh"]) - set(handle({})["patches"]["bokeh"]) == once[0]
+    assert set(view["patches"]["dom"]) - set(handle({})["patches"]["dom"]) == once[1]
+    for part, names in zip(("bokeh", "dom"), once):
+        for name in names:
+            del view["patches"][part][name]
     assert view == handle({})
 
 
