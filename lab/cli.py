@@ -3,7 +3,7 @@
 Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
 (build if needed, then serve it), `keys`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
-and the article's arithmetic: `crossover`, `transfer`, `money` and `fanout`.
+and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`.
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -278,6 +278,23 @@ def _crossover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _roofline(args: argparse.Namespace) -> int:
+    from model import roofline_of
+
+    r = roofline_of(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(r, indent=1))
+        return 0
+    d, p = r["decode"], r["prefill"]
+    _out(f"{r['hardware']}: {r['peak_tflops']:g} TFLOP/s dense over {r['hbm_tb_s']:g} TB/s; the ridge is at "
+         f"{r['ridge_flops_per_byte']:.0f} FLOPs per byte ({r['tokens_to_ridge']} tokens in one pass)")
+    for label, x in ((f"a decode step of {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
+        _out(f"{label:<28s} {x['flops_per_byte']:10.1f} FLOPs/byte {x['attainable_tflops']:7.1f} TFLOP/s "
+             f"{x['peak_share'] * 100:7.2f}% of peak")
+    _notes(r["notes"])
+    return 0
+
+
 def _transfer(args: argparse.Namespace) -> int:
     from model import transfer_of
 
@@ -408,6 +425,8 @@ def parser() -> argparse.ArgumentParser:
     add_sweep_verb(verbs).set_defaults(func=_sweep)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",
                _crossover)
+    _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",
+               _roofline)
     _explainer(verbs, "transfer", "moving a prefix's KV over RDMA, NVMe or PCIe instead of recomputing it (transfer.*)",
                _transfer)
     _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "

@@ -4,7 +4,7 @@
 serving mode (batched decode under one KV budget, on a hardware profile from
 `hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
 of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats. The
-explainers (crossover, transfer, money) are pure functions of a profile. Standard library only,
+explainers (crossover, transfer, money, roofline) are pure functions of a profile. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
@@ -50,6 +50,7 @@ from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
+from .roofline import roofline, roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
 from .trace import (
@@ -76,4 +77,6 @@ __all__ = [
     # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
+    # prefill and decode (model/roofline.py, model/split.py)
+    "roofline", "roofline_of",
 ]

@@ -8,13 +8,15 @@ as dotted keys with text values (`Scenario.with_text`, used by the CLI's
 
 The dotted keys are a contract shared with the page URL and the CLI:
 `seed`, `duration_s`, `dynamic_text`, `traffic.*`, `fleet.*`, `router.*`,
-`hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `events`. Unknown keys
+`hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `roofline.*`, `slo.*`, `events`. Unknown keys
 are errors, never ignored. `fleet.decode` picks the mode: false (the default)
 is the seed's lab model, prefill only; true is serving mode
 (`model/serving.py`). `traffic.kind` picks the request source (chat sessions
 or agent runs); `crossover.*`, `transfer.*` and `money.*` are the inputs of
-the explainers (`model/explainers.py`), which no run reads except
-`transfer.*`'s link speeds when `fleet.fetch` is on.
+the explainers (`model/explainers.py`, `model/roofline.py`), which no run
+reads except `transfer.*`'s link speeds when `fleet.fetch` is on or a
+split fleet hands KV over (`fleet.handoff`); `slo.*` are the targets
+serving mode's results measure against.
 
 Events have a compact text form for URLs and `--set`:
 `timestamp@120`, `surge@60+90` (start 60 s, lasting 90 s), `burst@30+20x3`
@@ -35,6 +37,8 @@ __all__ = [
     "DYNAMIC_TEXT",
     "EVENT_KINDS",
     "FETCH_TIERS",
+    "HANDOFF_TIERS",
+    "QUEUE_ORDERS",
     "KEYS",
     "TOKENS_PER_GB",
     "TRAFFIC_KINDS",
@@ -43,6 +47,8 @@ __all__ = [
     "Fleet",
     "Hardware",
     "Money",
+    "Roofline",
+    "Slo",
     "Routing",
     "Scenario",
     "ScenarioError",
@@ -59,6 +65,8 @@ __all__ = [
 TOKENS_PER_GB = 8192
 TRAFFIC_KINDS = ("chat", "agent")
 FETCH_TIERS = ("off", "rdma", "nvme", "host")
+HANDOFF_TIERS = ("rdma", "host", "nvme")
+QUEUE_ORDERS = ("fcfs", "longest_prefix_first")
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
 MAX_EVENTS = 24
@@ -224,6 +232,22 @@ class Fleet(_Section):
     # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
+    # serving mode: prefill and decode on separate replicas (both 0: co-located, each replica does both)
+    prefill_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
+                                  doc="serving mode: replicas that only prefill, routed by router.kind (0 with "
+                                      "decode_replicas 0: co-located); replaces fleet.replicas")
+    decode_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
+                                 doc="serving mode: replicas that only decode, each request going to the least "
+                                     "loaded (0 with prefill_replicas 0: co-located)")
+    handoff: str = _spec("rdma", choices=HANDOFF_TIERS, doc="serving mode, split: the link a prompt's KV crosses "
+                                                            "from its prefill replica to its decode replica "
+                                                            "(transfer.*)")
+    # serving mode: the order a replica admits its waiting requests in
+    queue_order: str = _spec("fcfs", choices=QUEUE_ORDERS, doc="serving mode: admit waiting requests first come "
+                                                               "first served, or longest cached prefix first")
+    queue_guard_s: float = _spec(5.0, 0.0, 3600.0, page=(0, 30, 0.5),
+                                 doc="serving mode, longest_prefix_first: a request waiting this long goes ahead "
+                                     "of any that came after it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +350,31 @@ class Money(_Section):
                                            "money.prompt_tokens")
 
 
+@dataclass(frozen=True, slots=True)
+class Roofline(_Section):
+    """The roofline explainer's inputs: a decode step's batch and a prefill's length."""
+
+    PREFIX: ClassVar[str] = "roofline."
+
+    batch: int = _spec(1, 1, 100_000, page=(1, 512, 1), doc="roofline: sequences in one decode step")
+    prefill_tokens: int = _spec(30_000, 1, 10_000_000, page=(100, 100_000, 100),
+                                doc="roofline: tokens in one prefill")
+
+
+@dataclass(frozen=True, slots=True)
+class Slo(_Section):
+    """Service-level objectives a serving run is measured against: shares of requests that meet each."""
+
+    PREFIX: ClassVar[str] = "slo."
+
+    # The article's replay capped TTFT at 30 s; at this lab's scale every setup meets that, so the default
+    # is tighter (see README, "Prefill and decode").
+    ttft_ms: float = _spec(2000.0, 1.0, 3_600_000.0, page=(100, 30_000, 100),
+                           doc="time to first token a request should get, at most (ms)")
+    tbt_ms: float = _spec(100.0, 1.0, 600_000.0, page=(10, 500, 5),
+                          doc="mean time between a request's tokens after the first, at most (ms)")
+
+
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.
 EVENT_MAX_DURATION_S = 7200.0
 BURST_FACTOR = (1.0, 20.0)
@@ -387,6 +436,8 @@ class Scenario:
     crossover: Crossover = field(default_factory=Crossover)
     transfer: Transfer = field(default_factory=Transfer)
     money: Money = field(default_factory=Money)
+    roofline: Roofline = field(default_factory=Roofline)
+    slo: Slo = field(default_factory=Slo)
     events: tuple[Event, ...] = ()
 
     def __post_init__(self) -> None:
@@ -433,7 +484,7 @@ class Scenario:
 # -- keys and text --------------------------------------------------------
 
 _SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing, "hardware": Hardware, "crossover": Crossover,
-             "transfer": Transfer, "money": Money}
+             "transfer": Transfer, "money": Money, "roofline": Roofline, "slo": Slo}
 
 
 def _keys() -> tuple[str, ...]:
@@ -656,6 +707,15 @@ def _check(s: Scenario) -> None:
     if f.decode and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")
+    if (f.prefill_replicas > 0) != (f.decode_replicas > 0):
+        have, need = "fleet.prefill_replicas", "fleet.decode_replicas"
+        if not f.prefill_replicas:
+            have, need = need, have
+        raise ScenarioError(f"{need}: 0 while {have} is {s.get(have)}; a split fleet needs both (or set both "
+                            "to 0 for co-located replicas)")
+    if f.prefill_replicas and not f.decode:
+        raise ScenarioError(f"fleet.prefill_replicas: {f.prefill_replicas} needs serving mode; set fleet.decode=true "
+                            "or set fleet.prefill_replicas and fleet.decode_replicas to 0")
     for key, part, whole in (("crossover.new_tokens", s.crossover.new_tokens, s.crossover.prompt_tokens),
                              ("transfer.cached_tokens", s.transfer.cached_tokens, s.transfer.prompt_tokens),
                              ("money.new_tokens", s.money.new_tokens, s.money.prompt_tokens)):

@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "9ea0d47d7ccd570e5cb3d30d49f0580922ba596d0cfce1ec2334f03c9c3db21e",
-    "burst_tight_memory": "b9789623258edd5665c7b446f155c41a1e943bf261412429cde422433f3ff429",
-    "default": "9675d89d6407ac9179a68f72f8766d383f0cc45d15897b4387937a9f3066b9f1",
-    "prefill_first": "7014df4f82fc2554a18712c70333481508b3dc2714b74a6a81ae538afdfb0ae3",
+    "a100_surge": "ba87ff10fe22097d8c03b3afa4c088525747a01562e0e943bc20b63d3127556a",
+    "burst_tight_memory": "d4bbca2285d4e5230ed3533f6e688e167c0391c2f068bfd52805f3f0ef205430",
+    "default": "908b8c8872525823d187c5751ab35cbc9947c42494ee447e9ab9549cbb15c54b",
+    "prefill_first": "a4cf2b0fae03f9abeda56fa5f62e08d7bef250f42d04b352238af87e154eb8bd",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "e681e406db65e7a851bf07dd934c29bcefe18059bcb3f87904d29d0ce82c7a13",
-    "surge_and_burst": "4f02e18b38f7fb1b6f4624bc2811e125248ff2715a71228a9a4dafe88e397416",
+    "default": "37effe3e0c9cf616ec3e4ce25296d27575297eaea03fe1dbf3f65eacb576e1d0",
+    "surge_and_burst": "ca4e8578fc6e34c92e9ec6073569605ea71b22802969443bf9e2fe10f954ea67",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
