@@ -15,6 +15,11 @@ Serving mode's figures (None in lab mode): `e2e` is arrival to last token;
 `stall` a request's longest wait between two of its tokens (a long
 prefill that decodes wait for shows here first); `tokens_per_s` answer
 tokens over the same span as throughput.
+`ttft_slo_met` is the share of requests whose TTFT is at most `slo.ttft_ms`;
+`tbt_slo_met` the share of those with a second token whose mean time
+between tokens (their `tpot`) is at most `slo.tbt_ms`, as DistServe and
+Mooncake count it (serving mode only; None in lab mode). A request's
+longest gap (`stall`) is kept beside it, to show the stalls a mean hides.
 `offered_rps` is requests sent inside the window per second of it;
 `configured_rps` the same for the open-loop schedule the traffic settings
 describe (lab mode sends exactly that; serving mode's sessions wait for
@@ -30,7 +35,7 @@ from typing import Any, NamedTuple
 from .config import Scenario
 
 __all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
-           "ratio"]
+           "ratio", "slo_shares"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -133,11 +138,14 @@ class Result:
     notes: tuple[str, ...] = ()  # what the run changed to make the scenario runnable, in words
     fetched_tokens: int = 0  # prompt tokens replicas moved from a peer instead of recomputing (fleet.fetch)
     fetch_s: float = 0.0  # seconds those moves took (counted in prefill_gpu_s: the replica waits for them)
+    ttft_slo_met: float | None = None  # serving mode: share of requests whose TTFT is at most slo.ttft_ms
+    tbt_slo_met: float | None = None  # serving mode: share of requests with a second token whose mean time
+    # between tokens (tpot) is at most slo.tbt_ms
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
                "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps",
-               "configured_rps", "rejected", "fetched_tokens", "fetch_s")
+               "configured_rps", "rejected", "fetched_tokens", "fetch_s", "ttft_slo_met", "tbt_slo_met")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""
@@ -184,6 +192,14 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
                                        utilisation=ratio(busy_s[i], horizon), prefill_gpu_s=round(prefill_s[i], 6))
                           for i in range(n)),
     }
+
+
+def slo_shares(records: "list[RequestRecord]", ttft_ms: float, tbt_ms: float) -> tuple[float, float | None]:
+    """(share of records with TTFT <= ttft_ms, share of those with a tpot whose tpot <= tbt_ms; None if none has one)."""
+    met = sum(1 for rec in records if rec.ttft_ms <= ttft_ms)
+    tpots = [rec.tpot_ms for rec in records if rec.tpot_ms is not None]
+    tbt = ratio(sum(1 for t in tpots if t <= tbt_ms), len(tpots)) if tpots else None
+    return ratio(met, len(records)), tbt
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

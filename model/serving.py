@@ -130,7 +130,7 @@ class ServingReplica:
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0",
                  "run_steps", "run_kv", "chunks", "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_compute_s",
-                 "stalls", "order", "on_first")
+                 "stalls", "order", "on_first", "token_steps")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -173,6 +173,7 @@ class ServingReplica:
         self.stalls = Stalls()
         self.order = itertools.count()  # breaks ties between sequences ending at the same step: first joined first
         self.on_first: Callable[[Seq], None] | None = None  # called with each sequence at its first token, if set
+        self.token_steps: list[float] | None = None  # if a list: the end of every step that made decode tokens
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -326,10 +327,14 @@ class ServingReplica:
             tail = profile.decode_step_s(kv + batch * (n - 1)) if n > 1 else 0.0  # the last step reads the most
             self.stalls.add(self.t0 + profile.decode_step_s(kv), tail, now)
             self.steps += n
+            if self.token_steps is not None:
+                self.token_steps += [self.t0 + profile.decode_steps_s(k, batch, kv) for k in range(1, n + 1)]
         else:
             if self.with_decodes:
                 self.stalls.add(now, 0.0, now)
                 self.steps += 1
+                if self.token_steps is not None:
+                    self.token_steps.append(now)
             self._fit(self.private_prompt + self.gen_base + self.n_dec * self.steps)
             for seq, take in self.chunks:
                 seq.todo -= take

@@ -18,7 +18,7 @@ from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio, slo_shares
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
 from .traffic import Request
@@ -173,6 +173,7 @@ def _measure(run: ServingRun) -> Result:
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
     if run.agents is not None:
         nominal = run.agents.nominal_s()
+    ttft_met, tbt_met = slo_shares(records, scenario.slo.ttft_ms, scenario.slo.tbt_ms)
     return Result(
         scenario=scenario,
         **headline(records, [rep.busy_s for rep in replicas], [rep.prefill_compute_s for rep in replicas], horizon),
@@ -196,6 +197,8 @@ def _measure(run: ServingRun) -> Result:
         hardware=profile.preset,
         kv_budget_tokens=replicas[0].budget,
         notes=run.notes,
+        ttft_slo_met=ttft_met,
+        tbt_slo_met=tbt_met,
     )
 
 

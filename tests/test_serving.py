@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "ba87ff10fe22097d8c03b3afa4c088525747a01562e0e943bc20b63d3127556a",
-    "burst_tight_memory": "d4bbca2285d4e5230ed3533f6e688e167c0391c2f068bfd52805f3f0ef205430",
-    "default": "908b8c8872525823d187c5751ab35cbc9947c42494ee447e9ab9549cbb15c54b",
-    "prefill_first": "a4cf2b0fae03f9abeda56fa5f62e08d7bef250f42d04b352238af87e154eb8bd",
+    "a100_surge": "523b90c60f47244a7d7df4ce9a756cd4ab3a73de7d8d04f1985a6165c395153f",
+    "burst_tight_memory": "806a4aa845774c6d7672e79580fc1edf2fe6378609a527644c13078ed5c93dfc",
+    "default": "5f693de9e3accea95bcfffe903e9b2e2daec3dcfd10ba0dda8e8e9831878ed6b",
+    "prefill_first": "a5b4a604ced7dff4924e13a05267f5481f0278524dcf1e3113f0a790e10f81c2",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "37effe3e0c9cf616ec3e4ce25296d27575297eaea03fe1dbf3f65eacb576e1d0",
-    "surge_and_burst": "ca4e8578fc6e34c92e9ec6073569605ea71b22802969443bf9e2fe10f954ea67",
+    "default": "1b7c55315eaeb3f377474934ecafa8f287bcf0d7541cd1dd74636376d7993fba",
+    "surge_and_burst": "3d9b9bf1e9c90d1070d0f5fdff841758c00c7017423d66ee00330cde60551ba8",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
