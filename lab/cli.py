@@ -3,7 +3,8 @@
 Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
 (build if needed, then serve it), `keys`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
-and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`.
+and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
+`split` (co-located against prefill and decode apart).
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -295,6 +296,28 @@ def _roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(args: argparse.Namespace) -> int:
+    from model import split_compare
+
+    c = split_compare(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(c, indent=1))
+        return 0
+    slo = c["slo"]
+    _out(f"{c['gpus']} GPUs; targets: first token within {slo['ttft_ms']:g} ms, no gap between tokens over "
+         f"{slo['tbt_ms']:g} ms; a target is met when {slo['share'] * 100:g}% of requests are within it")
+    _out("setup               TTFT met  gaps met  TTFT p50  TTFT p99  gap p99 ms  hit rate")
+    rows = [("co-located", c["colocated"])]
+    if c["split"] is not None:
+        rows.append((f"split {c['prefill_replicas']} + {c['decode_replicas']}", c["split"]))
+    for name, f in rows:
+        marks = ("yes" if f["meets_ttft"] else "no", "yes" if f["meets_tbt"] else "no")
+        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{f['tbt_slo_met'] * 100:6.1f}% {marks[1]:<3s}"
+             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {f['stall_p99_ms']:11.0f} {f['hit_rate'] * 100:8.1f}%")
+    _notes(c["notes"])
+    return 0
+
+
 def _transfer(args: argparse.Namespace) -> int:
     from model import transfer_of
 
@@ -427,6 +450,8 @@ def parser() -> argparse.ArgumentParser:
                _crossover)
     _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",
                _roofline)
+    _explainer(verbs, "split", "the scenario's traffic on the same GPUs, co-located and split into prefill and decode "
+               "replicas, against slo.*", _split, base="the default scenario in serving mode")
     _explainer(verbs, "transfer", "moving a prefix's KV over RDMA, NVMe or PCIe instead of recomputing it (transfer.*)",
                _transfer)
     _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "

@@ -51,6 +51,8 @@ from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
 from .roofline import roofline, roofline_of
+from .split import SLO_SHARE, split_compare, split_figures
+from .stall import stall_demo, stall_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
 from .trace import (
@@ -78,5 +80,5 @@ __all__ = [
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/roofline.py, model/split.py)
-    "roofline", "roofline_of",
+    "SLO_SHARE", "roofline", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
 ]

@@ -372,7 +372,7 @@ class Slo(_Section):
     ttft_ms: float = _spec(1000.0, 1.0, 3_600_000.0, page=(100, 30_000, 100),
                            doc="time to first token a request should get, at most (ms)")
     tbt_ms: float = _spec(100.0, 1.0, 600_000.0, page=(10, 500, 5),
-                          doc="mean time between a request's tokens after the first, at most (ms)")
+                          doc="longest wait between two of a request's tokens, at most (ms)")
 
 
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.

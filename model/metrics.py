@@ -16,10 +16,11 @@ Serving mode's figures (None in lab mode): `e2e` is arrival to last token;
 prefill that decodes wait for shows here first); `tokens_per_s` answer
 tokens over the same span as throughput.
 `ttft_slo_met` is the share of requests whose TTFT is at most `slo.ttft_ms`;
-`tbt_slo_met` the share of those with a second token whose mean time
-between tokens (their `tpot`) is at most `slo.tbt_ms`, as DistServe and
-Mooncake count it (serving mode only; None in lab mode). A request's
-longest gap (`stall`) is kept beside it, to show the stalls a mean hides.
+`tbt_slo_met` the share of those with a second token whose every wait
+between two tokens (their `stall`, the longest) is at most `slo.tbt_ms`:
+an answer that freezes once has missed it, however fast the rest came.
+The mean (`tpot`) hides such a freeze: one 2-second stall in 200 tokens
+adds 10 ms to it. Serving mode only; None in lab mode.
 `offered_rps` is requests sent inside the window per second of it;
 `configured_rps` the same for the open-loop schedule the traffic settings
 describe (lab mode sends exactly that; serving mode's sessions wait for
@@ -139,8 +140,8 @@ class Result:
     fetched_tokens: int = 0  # prompt tokens replicas moved from a peer instead of recomputing (fleet.fetch)
     fetch_s: float = 0.0  # seconds those moves took (counted in prefill_gpu_s: the replica waits for them)
     ttft_slo_met: float | None = None  # serving mode: share of requests whose TTFT is at most slo.ttft_ms
-    tbt_slo_met: float | None = None  # serving mode: share of requests with a second token whose mean time
-    # between tokens (tpot) is at most slo.tbt_ms
+    tbt_slo_met: float | None = None  # serving mode: share of requests with a second token whose longest wait
+    # between two tokens (stall) is at most slo.tbt_ms
 
     SUMMARY = ("requests", "hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
@@ -195,10 +196,11 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
 
 
 def slo_shares(records: "list[RequestRecord]", ttft_ms: float, tbt_ms: float) -> tuple[float, float | None]:
-    """(share of records with TTFT <= ttft_ms, share of those with a tpot whose tpot <= tbt_ms; None if none has one)."""
+    """(share of records with TTFT <= ttft_ms, share of those with a second token whose longest gap <= tbt_ms;
+    None if none has one)."""
     met = sum(1 for rec in records if rec.ttft_ms <= ttft_ms)
-    tpots = [rec.tpot_ms for rec in records if rec.tpot_ms is not None]
-    tbt = ratio(sum(1 for t in tpots if t <= tbt_ms), len(tpots)) if tpots else None
+    stalls = [rec.stall_ms for rec in records if rec.stall_ms is not None]
+    tbt = ratio(sum(1 for t in stalls if t <= tbt_ms), len(stalls)) if stalls else None
     return ratio(met, len(records)), tbt
 
 

@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "523b90c60f47244a7d7df4ce9a756cd4ab3a73de7d8d04f1985a6165c395153f",
-    "burst_tight_memory": "806a4aa845774c6d7672e79580fc1edf2fe6378609a527644c13078ed5c93dfc",
-    "default": "5f693de9e3accea95bcfffe903e9b2e2daec3dcfd10ba0dda8e8e9831878ed6b",
-    "prefill_first": "a5b4a604ced7dff4924e13a05267f5481f0278524dcf1e3113f0a790e10f81c2",
+    "a100_surge": "b6fb0064c16f3c1f8eb52f97d4a5f3abb41a7a542bf670312b5d66b0cebe82bc",
+    "burst_tight_memory": "c66a2f689dd83c5277f69ffb6ced0e01c8f35e70cd2be53b89d726e049bad61e",
+    "default": "b6acdae6aa1d2fa606cb437c32749bfcbb5723b558679e3c72e9615457a691bb",
+    "prefill_first": "a4816f23c4e8bdf2128d821f209149ae2c8c27450360f340b4980a2df9a9d5a7",
 }
 
 
