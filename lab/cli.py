@@ -4,7 +4,8 @@ Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
 (build if needed, then serve it), `keys`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
 and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
-`split` (co-located against prefill and decode apart).
+`split` (co-located against prefill and decode apart) and `queue` (the two
+queue orders).
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -318,6 +319,22 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
+def _queue(args: argparse.Namespace) -> int:
+    from model import queue_compare
+
+    q = queue_compare(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(q, indent=1))
+        return 0
+    _out(f"queue order            hit rate  TTFT p50 ms  TTFT p99 ms  longest wait ms   (guard {q['guard_s']:g} s)")
+    for order in ("fcfs", "longest_prefix_first"):
+        f = q[order]
+        _out(f"{order:<22s} {f['hit_rate'] * 100:7.1f}% {f['ttft_p50_ms']:12.0f} {f['ttft_p99_ms']:12.0f} "
+             f"{f['max_queue_ms']:16.0f}")
+    _notes(q["notes"])
+    return 0
+
+
 def _transfer(args: argparse.Namespace) -> int:
     from model import transfer_of
 
@@ -452,6 +469,8 @@ def parser() -> argparse.ArgumentParser:
                _roofline)
     _explainer(verbs, "split", "the scenario's traffic on the same GPUs, co-located and split into prefill and decode "
                "replicas, against slo.*", _split, base="the default scenario in serving mode")
+    _explainer(verbs, "queue", "the scenario in serving mode first come first served and longest cached prefix first "
+               "(fleet.queue_guard_s)", _queue, base="the default scenario in serving mode")
     _explainer(verbs, "transfer", "moving a prefix's KV over RDMA, NVMe or PCIe instead of recomputing it (transfer.*)",
                _transfer)
     _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "

@@ -50,6 +50,7 @@ from .metrics import Result, percentile
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
+from .queueorder import queue_compare, queue_figures
 from .roofline import roofline, roofline_of
 from .split import SLO_SHARE, split_compare, split_figures
 from .stall import stall_demo, stall_of
@@ -80,5 +81,5 @@ __all__ = [
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/roofline.py, model/split.py)
-    "SLO_SHARE", "roofline", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
+    "SLO_SHARE", "queue_compare", "queue_figures", "roofline", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
 ]

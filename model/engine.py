@@ -60,6 +60,9 @@ class Run:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
+        if fleet.queue_order != "fcfs":
+            self.notes += (f"fleet.queue_order={fleet.queue_order} is modelled in serving mode only: lab mode's "
+                           "replicas serve first come first served",)
         # agent runs send each call when the one before is answered (model/agents.py); chat is a fixed list
         self.agents = AgentRuns(scenario, limit) if requests is None and scenario.traffic.kind == "agent" else None
         if self.agents is not None:

@@ -24,6 +24,10 @@ the run's length exactly and the event lands where the first sequence
 ends. A request arriving mid-run cuts it at the next step boundary
 (`Profile.decode_steps_within`; steps are atomic).
 
+Queue order (`fleet.queue_order`): first come first served, or longest
+cached prefix first with a starvation guard (`_longest_prefix_first`).
+Either way the head of the queue blocks the rest.
+
 Memory: `budget` tokens per replica, shared. Running sequences hold their
 prompt's uncached part from admission and, once the prompt is computed
 and put in the tree (locked while they run, shared with anyone who
@@ -130,7 +134,8 @@ class ServingReplica:
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0",
                  "run_steps", "run_kv", "chunks", "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_compute_s",
-                 "stalls", "order", "on_first", "token_steps", "role", "on_handoff")
+                 "stalls", "order", "on_first", "token_steps", "role", "on_handoff",
+                 "guard_s")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -176,6 +181,7 @@ class ServingReplica:
         self.token_steps: list[float] | None = None  # if a list: the end of every step that made decode tokens
         self.role = "both"  # "both" (co-located), "prefill" (hands each prompt on) or "decode" (takes them)
         self.on_handoff: Callable[[Seq, float], None] | None = None  # a prefill replica's: called at each first token
+        self.guard_s: float | None = None  # longest_prefix_first's starvation guard (None: first come first served)
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -304,6 +310,8 @@ class ServingReplica:
 
     def _admit(self, now: float, budget: int, chunks: list[tuple[Seq, int]]) -> None:
         """Admit waiting requests in order while the budget, `max_running` and memory allow."""
+        if self.guard_s is not None and len(self.waiting) > 1:
+            self._longest_prefix_first(now)
         tree, waiting = self.tree, self.waiting
         while waiting and budget > 0 and self.n_dec + len(self.prefilling) < self.max_running:
             seq = waiting[0]
@@ -333,6 +341,18 @@ class ServingReplica:
             take = min(todo, budget) if self.chunked else todo
             chunks.append((seq, take))
             budget -= take
+
+    def _longest_prefix_first(self, now: float) -> None:
+        """Reorder the queue (after SGLang's longest-prefix-first): requests that have waited `guard_s` or more
+        first, in arrival order; then the rest by the most tokens the tree holds of their prompt now, ties
+        in arrival order. The head still blocks the rest, so no request that came later is admitted before
+        one that has waited out the guard."""
+        waiting = sorted(self.waiting, key=lambda s: s.request.id)  # ids are given in arrival order
+        overdue = [s for s in waiting if now - s.request.arrival_s >= self.guard_s]  # type: ignore[operator]
+        rest = [s for s in waiting if now - s.request.arrival_s < self.guard_s]  # type: ignore[operator]
+        peek = self.tree.peek
+        rest.sort(key=lambda s: -peek(s.request.keys))  # a stable sort: equal matches keep arrival order
+        self.waiting = deque(overdue + rest)
 
     def _admit_decode(self, seq: Seq) -> None:
         """A decode replica admits a handed-over sequence if memory allows (`seq.lock` set), as if its prompt

@@ -71,6 +71,9 @@ class ServingRun:
             self.notes += (f"split: {routed} prefill and {len(self.decoders)} decode replicas (fleet.replicas="
                            f"{fleet.replicas} is not used); KV handed over by {fleet.handoff}",)
             scenario = scenario.with_values({"fleet.replicas": routed})  # the router sees the prefill replicas
+        if fleet.queue_order == "longest_prefix_first":  # the routed replicas only: a decode replica's queue is
+            for r in self.replicas:  # handed-over sequences with nothing left to match
+                r.guard_s = fleet.queue_guard_s
         self.dispatch = Dispatcher(scenario, force)
         self.served: list[Seq] = []
         self.rejected: list[Request] = []

@@ -1,5 +1,6 @@
 """Prefill and decode (issue 13): the roofline, the stall, the split and the order of the queue."""
 
+import bisect
 import json
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import Request, Scenario, ScenarioError, ServingRun, build, roofline_of, simulate, split_compare
+from model import (Request, Scenario, ScenarioError, ServingRun, build, queue_compare, roofline_of, simulate,
+                   split_compare)
 from model.roofline import intensity, ridge, tokens_to_ridge
 from model.stall import CO_ANSWER, stall_demo, stall_of
 
@@ -236,3 +238,75 @@ def test_the_split_verb_prints_both_setups():
     assert json.loads(out)["split"]["meets_tbt"] is True
     text = subprocess.run([sys.executable, "-m", "lab", "split"], capture_output=True, text=True, check=True).stdout
     assert "co-located" in text and "split 1 + 3" in text
+
+
+# -- queue order ---------------------------------------------------------------------------------
+
+def shared(rid, at, head, new=200, answer=5):
+    """A request whose prompt is segment `head` (1,000 tokens, shared by name) and a new part of its own."""
+    return Request(rid, at, rid, 0, 0, (head, ("own", rid)), (1000, new), new, answer, None, 1000 + new, 1000,
+                   "prompt/0")
+
+
+def test_longest_prefix_first_admits_the_request_whose_prefix_is_cached_ahead_of_an_earlier_one():
+    # "warm" is cached by the first request; while that one prefills, "cold" arrives, then another "warm"
+    requests = [shared(0, 0.0, "warm"), shared(1, 0.01, "cold"), shared(2, 0.02, "warm")]
+    one = dict(fleet__replicas=1, fleet__memory_gb=16, fleet__max_running=1, fleet__token_budget=2048)
+    fcfs = {r.session: r for r in ServingRun(serving(**one), requests).finish().records}
+    lpf_result = ServingRun(serving(**one, fleet__queue_order="longest_prefix_first"), requests).finish()
+    lpf = {r.session: r for r in lpf_result.records}
+    assert overtakings(lpf_result, 0.0) == [(0.01, lpf[2].arrival_s + lpf[2].queue_ms / 1000)]  # the check sees it
+    assert fcfs[1].queue_ms < fcfs[2].queue_ms + 10  # first come first served: cold, then warm
+    assert lpf[2].arrival_s + lpf[2].queue_ms / 1000 < lpf[1].arrival_s + lpf[1].queue_ms / 1000  # warm jumps ahead
+    assert lpf[2].cached_tokens == 1000 and lpf[1].cached_tokens == 0
+    guarded = {r.session: r for r in ServingRun(serving(**one, fleet__queue_order="longest_prefix_first",
+                                                        fleet__queue_guard_s=0), requests).finish().records}
+    assert [guarded[i].queue_ms for i in (1, 2)] == [fcfs[i].queue_ms for i in (1, 2)]  # guard 0: every wait is overdue
+
+
+def overtakings(result, guard_s):
+    """(arrival, admission of a later arrival) for each request on a replica that a later arrival was admitted
+    before, at a moment when it had waited `guard_s` or more; [] if there is none."""
+    by_replica = {}
+    for r in result.records:
+        by_replica.setdefault(r.replica, []).append((r.arrival_s, r.arrival_s + r.queue_ms / 1000))
+    found = []
+    for rows in by_replica.values():
+        rows.sort()
+        later: list[float] = []  # admission times of the requests that arrived after the one at hand, sorted
+        for arrive, admit in reversed(rows):
+            i = bisect.bisect_left(later, arrive + guard_s + 2e-6)  # 2e-6: records round to the microsecond
+            if i < len(later) and later[i] < admit - 2e-6:
+                found.append((arrive, later[i]))
+            bisect.insort(later, admit)
+    return found
+
+
+QUEUED = st.fixed_dictionaries({
+    "fleet.queue_guard_s": st.sampled_from(["0.5", "2", "5"]),
+    "fleet.memory_gb": st.sampled_from(["1", "2", "4"]),
+    "router.kind": st.sampled_from(["round_robin", "cache_aware", "least_loaded"]),
+    "traffic.session_rate": st.sampled_from(["3", "6"]),
+    "seed": st.integers(0, 10**6).map(str),
+    "duration_s": st.sampled_from(["20", "40"]),
+    "events": st.sampled_from(["", "burst@5+10x4"]),
+})
+
+
+@settings(max_examples=25, deadline=None)
+@given(QUEUED)
+def test_longest_prefix_first_never_lets_a_later_request_past_one_that_waited_out_its_guard(text):
+    s = serving(**{k.replace(".", "__"): v for k, v in text.items()}, fleet__queue_order="longest_prefix_first")
+    result = simulate(s)
+    assert overtakings(result, s.fleet.queue_guard_s) == []  # overtaken only while it had waited less than the guard
+    assert overtakings(simulate(s.with_values({"fleet.queue_order": "fcfs"})), 0.0) == []  # fcfs: never overtaken
+
+
+def test_queue_order_changes_nothing_while_nobody_waits_and_trades_the_tail_under_a_burst():
+    q = queue_compare(Scenario())
+    assert q["fcfs"] == q["longest_prefix_first"] and q["notes"]  # default traffic: no queue to reorder
+    burst = queue_compare(serving(events="burst@60+30x4", router__kind="round_robin", fleet__memory_gb=2,
+                                  fleet__queue_guard_s=30))
+    fcfs, lpf = burst["fcfs"], burst["longest_prefix_first"]
+    assert lpf["hit_rate"] > fcfs["hit_rate"] + 0.03 and lpf["ttft_p50_ms"] < fcfs["ttft_p50_ms"] / 2
+    assert lpf["ttft_p99_ms"] > fcfs["ttft_p99_ms"] and lpf["max_queue_ms"] > fcfs["max_queue_ms"]  # the price
