@@ -47,15 +47,15 @@ from .explainers import (
 from .hardware import PRESETS, build, profile_of
 from .hindsight import explain
 from .metrics import Result, percentile
+from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
-from .queueorder import queue_compare, queue_figures
 from .roofline import roofline, roofline_of
-from .split import SLO_SHARE, split_compare, split_figures
-from .stall import stall_demo, stall_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
+from .split import SLO_SHARE, split_compare, split_figures
+from .stall import stall_demo, stall_of
 from .trace import (
     BLOCK_TOKENS,
     MAX_LINE_BYTES,

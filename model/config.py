@@ -232,13 +232,14 @@ class Fleet(_Section):
     # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
-    # serving mode: prefill and decode on separate replicas (both 0: co-located, each replica does both)
+    # serving mode: prefill and decode on separate replicas when both are above 0 (else co-located: each
+    # replica does both). The page sets one key at a time, so one of them alone is not an error: it is noted.
     prefill_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
-                                  doc="serving mode: replicas that only prefill, routed by router.kind (0 with "
-                                      "decode_replicas 0: co-located); replaces fleet.replicas")
+                                  doc="serving mode: replicas that only prefill, routed by router.kind; with "
+                                      "decode_replicas they replace fleet.replicas (either 0: co-located)")
     decode_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
                                  doc="serving mode: replicas that only decode, each request going to the least "
-                                     "loaded (0 with prefill_replicas 0: co-located)")
+                                     "loaded (either 0: co-located)")
     handoff: str = _spec("rdma", choices=HANDOFF_TIERS, doc="serving mode, split: the link a prompt's KV crosses "
                                                             "from its prefill replica to its decode replica "
                                                             "(transfer.*)")
@@ -443,6 +444,18 @@ class Scenario:
     def __post_init__(self) -> None:
         _check_fields(self, "")
         _check(self)
+
+    @property
+    def split(self) -> bool:
+        """Serving mode with prefill and decode on separate replicas (`fleet.prefill_replicas`, `decode_replicas`)."""
+        f = self.fleet
+        return f.decode and f.prefill_replicas > 0 and f.decode_replicas > 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the fleet uses: prefill + decode replicas when split, else `fleet.replicas`."""
+        f = self.fleet
+        return f.prefill_replicas + f.decode_replicas if self.split else f.replicas
 
     # -- in -------------------------------------------------------------
     @classmethod
@@ -707,15 +720,6 @@ def _check(s: Scenario) -> None:
     if f.decode and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")
-    if (f.prefill_replicas > 0) != (f.decode_replicas > 0):
-        have, need = "fleet.prefill_replicas", "fleet.decode_replicas"
-        if not f.prefill_replicas:
-            have, need = need, have
-        raise ScenarioError(f"{need}: 0 while {have} is {s.get(have)}; a split fleet needs both (or set both "
-                            "to 0 for co-located replicas)")
-    if f.prefill_replicas and not f.decode:
-        raise ScenarioError(f"fleet.prefill_replicas: {f.prefill_replicas} needs serving mode; set fleet.decode=true "
-                            "or set fleet.prefill_replicas and fleet.decode_replicas to 0")
     for key, part, whole in (("crossover.new_tokens", s.crossover.new_tokens, s.crossover.prompt_tokens),
                              ("transfer.cached_tokens", s.transfer.cached_tokens, s.transfer.prompt_tokens),
                              ("money.new_tokens", s.money.new_tokens, s.money.prompt_tokens)):

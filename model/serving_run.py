@@ -50,7 +50,10 @@ class ServingRun:
         self._stream = requests is not None and not isinstance(requests, Sequence)  # a trace being read
         self.loop = EventLoop()
         budget = self.profile.tokens_in(fleet.memory_gb)
-        split = fleet.prefill_replicas > 0
+        split = scenario.split
+        if not split and (fleet.prefill_replicas or fleet.decode_replicas):
+            self.notes += (f"fleet.prefill_replicas={fleet.prefill_replicas} and fleet.decode_replicas="
+                           f"{fleet.decode_replicas}: a split needs both above 0, so the replicas are co-located",)
         routed = fleet.prefill_replicas if split else fleet.replicas
         self.replicas = [ServingReplica(i, self.profile, budget, fleet.cache, fleet.chunked_prefill, fleet.token_budget,
                                         fleet.max_running, self.loop, self._done) for i in range(routed)]

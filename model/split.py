@@ -58,7 +58,7 @@ def split_compare(scenario: Scenario) -> dict[str, Any]:
     f, notes = scenario.fleet, []
     if not f.decode:
         notes.append("the split is a serving-mode setup: both runs decode (fleet.decode=true)")
-    if f.prefill_replicas:
+    if f.prefill_replicas and f.decode_replicas:
         prefill, decode = f.prefill_replicas, f.decode_replicas
     else:
         prefill = max(1, f.replicas // 4)

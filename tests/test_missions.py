@@ -24,6 +24,8 @@ SOLUTIONS = {
     "stale-router": ({"router.view_ttl_s": "2"}, {"router.view_ttl_s": "3"}),
     "monday": ({"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4"},
                {"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4", "fleet.replicas": "4"}),
+    "split-decode": ({"fleet.prefill_replicas": "3", "fleet.decode_replicas": "3"},
+                     {"fleet.prefill_replicas": "1", "fleet.decode_replicas": "2"}),
 }
 
 
@@ -122,7 +124,8 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
         ("cache-on", ()), ("timestamp", ("cache-on",)), ("round-robin", ("timestamp",)),
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
         ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
-        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",))]
+        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)),
+        ("split-decode", ("stale-router",))]
     check_catalog()
 
 

@@ -10,8 +10,10 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import (Request, Scenario, ScenarioError, ServingRun, build, queue_compare, roofline_of, simulate,
-                   split_compare)
+from lab.controls import CONTROLS
+from missions import find_mission, score
+from missions.scoring import figures
+from model import Request, Scenario, ServingRun, build, queue_compare, roofline_of, simulate, split_compare
 from model.roofline import intensity, ridge, tokens_to_ridge
 from model.stall import CO_ANSWER, stall_demo, stall_of
 
@@ -223,13 +225,17 @@ def test_split_compare_runs_both_on_the_same_traffic_and_gpus():
     assert split_compare(serving(fleet__replicas=1))["split"] is None
 
 
-def test_a_half_split_or_a_split_outside_serving_mode_is_refused_with_the_fix():
-    with pytest.raises(ScenarioError, match="fleet.decode_replicas: 0 while fleet.prefill_replicas is 2"):
-        serving(fleet__prefill_replicas=2)
-    with pytest.raises(ScenarioError, match="fleet.prefill_replicas: 0 while fleet.decode_replicas is 1"):
-        serving(fleet__decode_replicas=1)
-    with pytest.raises(ScenarioError, match="needs serving mode; set fleet.decode=true"):
-        Scenario().with_text({"fleet.prefill_replicas": "1", "fleet.decode_replicas": "1"})
+def test_half_a_split_or_a_split_in_lab_mode_runs_co_located_and_says_so():
+    # the page sets one key at a time: on the way to a split, one of the two alone must not be an error
+    half = serving(fleet__prefill_replicas=2)
+    assert not half.split and half.gpus == 4
+    result = simulate(half)
+    assert len(result.replicas) == 4 and "a split needs both above 0" in " ".join(result.notes)
+    assert result.records == simulate(serving()).records  # ...exactly as co-located
+    lab = Scenario().with_text({"fleet.prefill_replicas": "1", "fleet.decode_replicas": "1"})
+    assert not lab.split and lab.gpus == 4 and "lab mode has no decode" in " ".join(simulate(lab).notes)
+    full = serving(fleet__prefill_replicas=1, fleet__decode_replicas=2)
+    assert full.split and full.gpus == 3
 
 
 def test_the_split_verb_prints_both_setups():
@@ -310,3 +316,17 @@ def test_queue_order_changes_nothing_while_nobody_waits_and_trades_the_tail_unde
     fcfs, lpf = burst["fcfs"], burst["longest_prefix_first"]
     assert lpf["hit_rate"] > fcfs["hit_rate"] + 0.03 and lpf["ttft_p50_ms"] < fcfs["ttft_p50_ms"] / 2
     assert lpf["ttft_p99_ms"] > fcfs["ttft_p99_ms"] and lpf["max_queue_ms"] > fcfs["max_queue_ms"]  # the price
+
+
+# -- the mission ---------------------------------------------------------------------------------
+
+def test_the_split_mission_cannot_be_won_co_located_and_counts_a_splits_gpus():
+    m = find_mission("split-decode")
+    start = score(m, m.start, simulate(m.start))
+    assert start.stars == 0 and "42.8%, not yet" in " ".join(start.reasons)
+    eight = m.start.with_text({"fleet.replicas": "8"})  # more co-located replicas: still every chunk stalls
+    assert score(m, eight, simulate(eight)).stars == 0
+    three = m.start.with_text({"fleet.prefill_replicas": "1", "fleet.decode_replicas": "2", "fleet.replicas": "16"})
+    assert figures(three, simulate(three))["gpus"] == 3  # fleet.replicas is not used by a split
+    assert score(m, three, simulate(three)).stars == 3
+    assert set(m.controls) <= {c.key for c in CONTROLS}  # each one a control on the page
