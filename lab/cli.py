@@ -4,8 +4,8 @@ Verbs: `run` (one scenario, headless), `build` (the static site), `serve`
 (build if needed, then serve it), `keys`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
 and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
-`split` (co-located against prefill and decode apart) and `queue` (the two
-queue orders).
+`stall` (a long prefill joining a decoding batch), `split` (co-located
+against prefill and decode apart) and `queue` (the two queue orders).
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -290,10 +290,28 @@ def _roofline(args: argparse.Namespace) -> int:
     d, p = r["decode"], r["prefill"]
     _out(f"{r['hardware']}: {r['peak_tflops']:g} TFLOP/s dense over {r['hbm_tb_s']:g} TB/s; the ridge is at "
          f"{r['ridge_flops_per_byte']:.0f} FLOPs per byte ({r['tokens_to_ridge']} tokens in one pass)")
-    for label, x in ((f"a decode step of {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
+    for label, x in ((f"a decode step, batch {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
         _out(f"{label:<28s} {x['flops_per_byte']:10.1f} FLOPs/byte {x['attainable_tflops']:7.1f} TFLOP/s "
              f"{x['peak_share'] * 100:7.2f}% of peak")
     _notes(r["notes"])
+    return 0
+
+
+def _stall(args: argparse.Namespace) -> int:
+    from model import stall_demo
+
+    d = stall_demo(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(d, indent=1))
+        return 0
+    _out(f"{d['hardware']}: {d['co_runners']} answers decoding; a {d['prefill_tokens']:,}-token prompt arrives at "
+         f"{d['join_s']:g} s (token budget {d['token_budget']:,})")
+    _out("                 longest gap ms  worst mean gap ms  its first token after ms")
+    for name in ("alone", "chunked", "prefill_first"):
+        x = d[name]
+        ttft = "" if x["long_ttft_ms"] is None else f"{x['long_ttft_ms']:.0f}"
+        _out(f"{name:<16s} {x['co_stall_ms']:14.1f} {x['co_tpot_ms']:18.1f} {ttft:>25s}")
+    _notes(d["notes"])
     return 0
 
 
@@ -467,6 +485,8 @@ def parser() -> argparse.ArgumentParser:
                _crossover)
     _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",
                _roofline)
+    _explainer(verbs, "stall", "a prefill of roofline.prefill_tokens joining a batch of decoding answers, chunked and "
+               "prefill-first", _stall)
     _explainer(verbs, "split", "the scenario's traffic on the same GPUs, co-located and split into prefill and decode "
                "replicas, against slo.*", _split, base="the default scenario in serving mode")
     _explainer(verbs, "queue", "the scenario in serving mode first come first served and longest cached prefix first "

@@ -330,3 +330,16 @@ def test_the_split_mission_cannot_be_won_co_located_and_counts_a_splits_gpus():
     assert figures(three, simulate(three))["gpus"] == 3  # fleet.replicas is not used by a split
     assert score(m, three, simulate(three)).stars == 3
     assert set(m.controls) <= {c.key for c in CONTROLS}  # each one a control on the page
+
+
+def test_the_stall_and_queue_verbs_print_their_figures():
+    stall = json.loads(subprocess.run([sys.executable, "-m", "lab", "stall", "--json", "--set",
+                                       "roofline.prefill_tokens=10000"], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert stall["prefill_tokens"] == 10_000 and stall["prefill_first"]["co_stall_ms"] > 600
+    queue = subprocess.run([sys.executable, "-m", "lab", "queue"], capture_output=True, text=True, check=True).stdout
+    assert "longest_prefix_first" in queue and "guard 5 s" in queue
+    bad = subprocess.run([sys.executable, "-m", "lab", "queue", "--set", "fleet.queue_order=lifo"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "use one of fcfs, longest_prefix_first" in bad.stderr
+    assert "Traceback" not in bad.stderr
