@@ -51,7 +51,7 @@ from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
-from .roofline import roofline, roofline_of
+from .roofline import roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
 from .split import SLO_SHARE, split_compare, split_figures
@@ -81,5 +81,5 @@ __all__ = [
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/roofline.py, model/split.py)
-    "SLO_SHARE", "queue_compare", "queue_figures", "roofline", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
+    "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
 ]

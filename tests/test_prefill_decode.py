@@ -13,9 +13,22 @@ from hypothesis import strategies as st
 from lab.controls import CONTROLS
 from missions import find_mission, score
 from missions.scoring import figures
-from model import Request, Scenario, ServingRun, build, queue_compare, roofline_of, simulate, split_compare
-from model.roofline import intensity, ridge, tokens_to_ridge
-from model.stall import CO_ANSWER, stall_demo, stall_of
+from model import (
+    SLO_SHARE,
+    Request,
+    Scenario,
+    ServingRun,
+    build,
+    queue_compare,
+    queue_figures,
+    roofline_of,
+    simulate,
+    split_compare,
+    split_figures,
+    stall_of,
+)
+from model.roofline import intensity, ridge, roofline, tokens_to_ridge
+from model.stall import CO_ANSWER, stall_demo
 
 ARTICLE = build("article_14b_h100")
 
@@ -61,6 +74,8 @@ def test_tokens_to_ridge_is_the_fewest_tokens_past_the_ridge():
     t = tokens_to_ridge(ARTICLE)
     assert intensity(ARTICLE, t) >= ridge(ARTICLE) > intensity(ARTICLE, t - 1)
     assert t == 296
+    bare = roofline(build("llama8b_a100"), 4, 100)  # the pure function, on any profile
+    assert bare["decode"]["tokens"] == 4 and bare["ridge_flops_per_byte"] == 312 / 2.039
 
 
 def test_the_roofline_verb_prints_json():
@@ -215,6 +230,7 @@ def test_at_equal_gpus_on_prefill_heavy_traffic_the_split_meets_the_tbt_target_f
 def test_split_compare_runs_both_on_the_same_traffic_and_gpus():
     c = split_compare(Scenario())
     assert (c["gpus"], c["prefill_replicas"], c["decode_replicas"]) == (4, 1, 3) and c["notes"]
+    assert c["slo"] == {"ttft_ms": 1000, "tbt_ms": 100, "share": SLO_SHARE}
     co, sp = c["colocated"], c["split"]
     assert co["gpus"] == sp["gpus"] == 4 and co["requests"] == sp["requests"]
     assert co["meets_ttft"] and not co["meets_tbt"] and sp["meets_tbt"]
@@ -223,6 +239,8 @@ def test_split_compare_runs_both_on_the_same_traffic_and_gpus():
     chosen = split_compare(serving(fleet__prefill_replicas=2, fleet__decode_replicas=3))
     assert (chosen["gpus"], chosen["prefill_replicas"]) == (5, 2) and not chosen["notes"]
     assert split_compare(serving(fleet__replicas=1))["split"] is None
+    f = split_figures(simulate(serving(fleet__prefill_replicas=1, fleet__decode_replicas=2)))
+    assert f["gpus"] == 3 and f["meets_ttft"] == (f["ttft_slo_met"] >= SLO_SHARE)
 
 
 def test_half_a_split_or_a_split_in_lab_mode_runs_co_located_and_says_so():
@@ -311,6 +329,7 @@ def test_longest_prefix_first_never_lets_a_later_request_past_one_that_waited_ou
 def test_queue_order_changes_nothing_while_nobody_waits_and_trades_the_tail_under_a_burst():
     q = queue_compare(Scenario())
     assert q["fcfs"] == q["longest_prefix_first"] and q["notes"]  # default traffic: no queue to reorder
+    assert q["fcfs"] == queue_figures(simulate(serving()))
     burst = queue_compare(serving(events="burst@60+30x4", router__kind="round_robin", fleet__memory_gb=2,
                                   fleet__queue_guard_s=30))
     fcfs, lpf = burst["fcfs"], burst["longest_prefix_first"]
