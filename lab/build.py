@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -170,6 +171,9 @@ def _fill(folder: Path, pyodide: Path) -> None:
     for name in HAND_WRITTEN:
         _copy(STATIC / name, folder / name)
     _write_pages(folder, wheel)
+    from .tracemission import write_slices  # the traffic of missions on public traces, when they are beside us
+    for note in write_slices(folder):
+        print(f"prefix-lab build: {note}", file=sys.stderr)
     _precompress(folder)
     files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]
              for path in sorted(folder.rglob("*")) if path.is_file()}
@@ -310,6 +314,7 @@ def _write_pages(out: Path, wheel: str) -> None:
         "missions": dom["#missions"]["html"],
         "router_info": dom["#router-info"]["html"],
         "slowest": dom["#slowest"]["html"],
+        "compare_tools": dom["#compare-tools"]["html"],
     }
     from .site import SiteFileError, page_variables  # static/site.toml's title, links and footer; the glossary
 

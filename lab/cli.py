@@ -249,7 +249,12 @@ def _score(args: argparse.Namespace) -> int:
         from missions import MISSIONS
         raise UsageError(f"--mission {args.mission!r}: no such mission; known: {', '.join(m.id for m in MISSIONS)}")
     scenario = load_scenario(args.scenario, args.set, base=mission.start)
-    verdict = score(mission, scenario, simulate(scenario))
+    from .tracemission import run_mission
+    from .traces import CommandError
+    try:
+        verdict = score(mission, scenario, run_mission(mission, scenario))
+    except CommandError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         _out(json.dumps(verdict.to_dict(), indent=1))
     else:

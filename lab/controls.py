@@ -158,11 +158,11 @@ CONTROLS = (
     Control("fleet.fetch", "Fetch a prefix a peer holds over", "select",
             labels=("Never: recompute it", "RDMA", "NVMe", "Host memory"), short="Fetch over"),
     Control("seed", "Seed", "number"),
-    # beside the article's figures (lab/figures.py)
     Control("traffic.agent_fanout", "Sub-calls per fan-out", "slider", enabled_when=("traffic.kind", "agent"),
-            short="Fan-out", figure="fanout"),
+            short="Fan-out"),
     Control("traffic.agent_warm_first", "Send the first sub-call alone, the rest at its first token", "checkbox",
-            enabled_when=("traffic.kind", "agent"), short="First call first", figure="fanout"),
+            enabled_when=("traffic.kind", "agent"), short="First call first"),
+    # beside the article's figures (lab/figures.py)
     Control("crossover.prompt_tokens", "Prompt (tokens)", "slider", short="Prompt", unit=" tokens",
             figure="crossover"),
     Control("crossover.new_tokens", "Tokens the warm GPU lacks", "slider", short="Missing", unit=" tokens",

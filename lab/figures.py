@@ -126,29 +126,40 @@ def _hit_caption(c: Context) -> str:
             f"{c.result.hit_rate:.1%}{_shaded(c.scenario)}.")
 
 
-BACKLOG_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                   "#bcbd22", "#17becf")  # the seed's: lab mode's page keeps its look
+def replica_name(i: int) -> str:
+    return f"replica {i}"
 
 
-def _backlog_data(c: Context) -> dict[str, dict]:
+def _load_data(c: Context) -> dict[str, dict]:
+    """One cell per replica and bin: how busy the replica was (colour) and the work queued at the bin's end."""
     s = c.result.series
-    rows = s.replica_backlog_s
-    return {"src:backlog": {"data": {
-        "xs": [s.start_s[1:] + (round(s.start_s[-1] + s.bin_s, 6),)] * len(rows),
-        "ys": [list(row) for row in rows],
-        "color": [BACKLOG_COLOURS[i % len(BACKLOG_COLOURS)] for i in range(len(rows))],
-        "label": [f"replica {i}" for i in range(len(rows))],
-    }}}
+    t, replica, busy, backlog = [], [], [], []
+    for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):
+        for mid, load, q in zip(_mids(c.result), loads, queued):
+            t.append(mid)
+            replica.append(replica_name(i))
+            busy.append(round(min(load, 1.0) * 100, 1))
+            backlog.append(round(q, 3))
+    names = [replica_name(i) for i in range(len(s.replica_load))]
+    return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
+                                  "width": [s.bin_s] * len(t)}},
+            "yr:load": {"factors": list(reversed(names))}}
 
 
-def _backlog_caption(c: Context) -> str:
-    mids = _mids(c.result)
-    peaks = [(max(row), i, mids[row.index(max(row))]) for i, row in enumerate(c.result.series.replica_backlog_s) if row]
-    if not peaks:
+def _load_caption(c: Context) -> str:
+    s = c.result.series
+    if not s.replica_load or not s.replica_load[0]:
         return ""
+    mids = _mids(c.result)
+    mean = [sum(row) / len(row) for row in s.replica_load]
+    hot = max(range(len(mean)), key=mean.__getitem__)
+    cold = min(range(len(mean)), key=mean.__getitem__)
+    peaks = [(max(row), i, mids[row.index(max(row))]) for i, row in enumerate(s.replica_backlog_s) if row]
     most, replica, when = max(peaks)
-    return (f"The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
-            if most >= 0.05 else "No replica ever had more than a few milliseconds of work queued.")
+    queue = (f" The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
+             if most >= 0.05 else " No replica ever had more than a few milliseconds of work queued.")
+    return (f"Over the run, replica {hot} was busy {mean[hot]:.0%} of the time and replica {cold} "
+            f"{mean[cold]:.0%}; darker cells are busier.{queue}")
 
 
 def _memory_caption(c: Context) -> str:
@@ -341,7 +352,7 @@ def _gpu_caption(c: Context) -> str:
 FLEET_CHARTS = (
     Figure("ttft", "Time to first token over time", _ttft_data, _ttft_caption),
     Figure("hit", "Prefix cache hit rate over time", _hit_data, _hit_caption),
-    Figure("backlog", "Queued work per replica over time", _backlog_data, _backlog_caption),
+    Figure("load", "How busy each replica was over time", _load_data, _load_caption),
     Figure("memory", "KV memory of the fleet over time",
            lambda c: {"src:memory": {"data": memory_data(c.result)}}, _memory_caption),
     Figure("dist", "Distribution of time to first token",

@@ -10,6 +10,8 @@ else). Each function returns new values; `lab.view.patches` places them.
   what running requests hold and what the prefix cache holds besides.
 - `router_html(scenario, result)`: the chosen router's rule (from its
   class) and, with the approximate view, how often it guessed wrong.
+- `replicas_html(result)`: the per-replica table `prefix-lab run` prints
+  (requests, hit rate, utilisation, prefill GPU-seconds).
 - `slowest_html(result)`: the slowest requests, each with a button that
   asks what the router saw; `explain_html(seen)`: that decision.
 """
@@ -19,7 +21,8 @@ from typing import Any
 
 from model import ROUTERS, Result, Scenario
 
-__all__ = ["EXPLAIN_ROWS", "explain_html", "memory_data", "router_html", "serving_html", "slowest_html"]
+__all__ = ["EXPLAIN_ROWS", "explain_html", "memory_data", "replicas_html", "router_html", "serving_html",
+           "slowest_html"]
 
 EXPLAIN_ROWS = 8  # slowest requests listed with a "what the router saw" button
 
@@ -64,6 +67,15 @@ def router_html(scenario: Scenario, result: Result) -> str:
                  f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
                  f"were not there.</p>")
     return text
+
+
+def replicas_html(result: Result) -> str:
+    """One row per replica, as `prefix-lab run` prints them: requests, hit rate, utilisation, prefill GPU-s."""
+    rows = "".join(f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>"
+                   f"<td>{r.utilisation:.0%}</td><td>{r.prefill_gpu_s:,.1f}</td></tr>" for r in result.replicas)
+    head = "".join(f'<th scope="col">{name}</th>' for name in ("Replica", "Requests", "Hit rate", "Busy",
+                                                                 "Prefill GPU-s"))
+    return f"<table><caption>Each replica</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:

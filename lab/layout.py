@@ -29,7 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import panel as pn
-from bokeh.models import ColumnDataSource, Div, FixedTicker, HoverTool, Range1d
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    Div,
+    FactorRange,
+    FixedTicker,
+    HoverTool,
+    LabelSet,
+    LinearColorMapper,
+    Range1d,
+)
+from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 
 from model import Scenario
@@ -42,6 +53,7 @@ __all__ = ["embed_page", "lab_page"]
 STATIC = Path(__file__).resolve().parent.parent / "static"
 CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{source}, {prop!r}, {live})"
 EVENT_BUTTONS = (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst"))
+BUSY = tuple(reversed(Blues256))  # light: idle, dark: busy
 HELP_STYLE = {"font-size": "12px", "color": "#5b6570", "line-height": "1.35"}
 
 
@@ -157,6 +169,8 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
              fill_color="color", fill_alpha=0.12, line_alpha=0)  # colours match the events list
+    fig.add_layout(LabelSet(x="left", y=1, y_range_name="events", text="label", source=events, text_font_size="11px",
+                            text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
     fig.y_range.start = 0
     return fig
 
@@ -170,6 +184,9 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     out = {}
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
+        f.y_range = _locked_range("ttft", data)
+        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color="#1f77b4", alpha=0.3, line_dash="dashed")
+        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color="#d62728", alpha=0.3, line_dash="dashed")
         f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
         f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
         _legend_above(f)
@@ -178,29 +195,45 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
+        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color="#2ca02c", alpha=0.3, line_dash="dashed")
         f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out["hit"] = f
-    if "backlog" in which:
-        f = _time_figure("Queued work per replica", "seconds of backlog", "fig:backlog", events)
-        f.multi_line("xs", "ys", source=sources["src:backlog"], color="color", line_width=1.5)
-        f.add_tools(HoverTool(tooltips=[("", "@label")]))
-        out["backlog"] = f
+    if "load" in which:
+        factors = data["yr:load"]["factors"]
+        f = figure(title="How busy each replica was", name="fig:load", height=max(150, 60 + 22 * len(factors)),
+                   sizing_mode="stretch_width", min_width=260, toolbar_location=None, x_axis_label="time (s)",
+                   y_range=FactorRange(*factors, name="yr:load"))
+        mapper = LinearColorMapper(palette=BUSY, low=0, high=100)
+        f.rect(x="t", y="replica", width="width", height=0.9, source=sources["src:load"], line_color=None,
+               fill_color={"field": "busy", "transform": mapper})
+        f.add_layout(ColorBar(color_mapper=mapper, title="% busy", width=8, padding=4), "right")
+        f.add_tools(HoverTool(tooltips=[("", "@replica"), ("t", "@t{0} s"), ("busy", "@busy{0}%"),
+                                        ("queued at the end", "@backlog{0.0} s")]))
+        f.grid.visible = False
+        out["load"] = f
     if "memory" in which:
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
+        f.y_range = _locked_range("memory", data)
         f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
                       alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+        f.line("t", "total", source=sources["src:memory_base"], line_width=2, color="#444444", alpha=0.5,
+               line_dash="dashed")
         f.legend.location = "top_left"
         f.legend.background_fill_alpha = 0.6
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
                               mode="vline"))
         out["memory"] = f
     for f in out.values():  # y ranges follow the data, not the event shading drawn on its own 0..1 range
-        f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
+        if not isinstance(f.y_range, (Range1d, FactorRange)):
+            f.y_range.renderers = [r for r in f.renderers if r.y_range_name == "default"]
     if "dist" in which:
         f = figure(title="TTFT distribution", name="fig:dist", height=230, sizing_mode="stretch_width", min_width=260,
                    toolbar_location=None, x_axis_type="log", x_axis_label="TTFT (ms, log scale)",
                    y_axis_label="% of requests")
+        f.y_range = _locked_range("dist", data)
+        f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist_base"],
+               fill_alpha=0, line_color="#444444", line_alpha=0.6, line_dash="dashed")
         f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
                fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
         f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
@@ -213,6 +246,12 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         if name in ARTICLE_DRAW:
             out[name] = ARTICLE_DRAW[name](sources)
     return out
+
+
+def _locked_range(name: str, data: dict) -> Range1d:
+    """A y range the view sets (`yr:<name>`, lab.compare): locked, or fitted to the data on every change."""
+    patch = data[f"yr:{name}"]
+    return Range1d(patch["start"], patch["end"], name=f"yr:{name}")
 
 
 def _plain(title: str, name: str, height: int = 250, **kw: Any) -> Any:
@@ -239,7 +278,7 @@ def _crossover(sources: dict[str, ColumnDataSource]) -> Any:
 
 def _transfer(sources: dict[str, ColumnDataSource]) -> Any:
     routes = sources["src:transfer"].data["route"]
-    f = _plain("TTFT: move the KV, then compute the rest", "fig:transfer", y_range=list(reversed(routes)),
+    f = _plain("Time to first token, by route", "fig:transfer", y_range=list(reversed(routes)),
                x_axis_label="seconds")
     f.hbar(y="route", left="zero", right="moved", height=0.6, source=sources["src:transfer"], color=PALETTE[2],
            legend_label="moving KV")

@@ -1,52 +1,89 @@
-"""A mission on replayed traffic: the fewest replicas that keep a real trace's p99 under a target.
+"""Missions on replayed traffic: where their trace is, how a setup of theirs runs, and the slice the site ships.
 
-Ten minutes of Mooncake's public conversation trace (its first `REQUESTS`
-lines) replayed on GPUs five times faster than the lab's, with 256 GB of
-prefix memory per replica, both fixed. The player changes the replicas and
-the router. Thresholds were found by running the model (`prefix-lab sweep
---traffic` over every router and 3 to 16 replicas): round robin, random,
-least-loaded and power-of-two stay above the target even with sixteen
-replicas; routers that follow the cache reach it with four.
-
-It waits here, tested (tests/test_tracemission.py), until the missions
-catalog can say where a mission's traffic comes from; see `MISSION`.
+A mission with a `trace` (missions/catalog.py) plays the first
+`trace_requests` requests of that public trace instead of synthetic traffic.
+The traces are not part of the project: they are read from the folder
+`PREFIX_LAB_TRACES` names, else `../shared/traces` beside the project.
+`prefix-lab score` and the tests replay the slice from there; `prefix-lab
+build` copies it into the site (`lab.tracepage.mission_file`), which the
+page fetches from its own origin when the mission is chosen. A build without
+the traces leaves the slice out and says so; the page then says the
+mission's traffic is missing.
 """
 
 import itertools
-from collections.abc import Callable, Iterable
-from typing import Any
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
-from missions import Mission, Threshold, score
-from model import Result, Scenario, replay
+from missions import MISSIONS, Mission
+from model import Result, Scenario, replay, simulate
 
-__all__ = ["MISSION", "ONE_STAR", "REQUESTS", "THREE_STARS", "TRACE", "play"]
+from .tracepage import MISSION_KEY, mission_file
+from .traces import CommandError
 
-TRACE = "conversation_trace.jsonl"  # in ../shared/traces beside the project
-REQUESTS = 1750  # its first ten minutes
+__all__ = ["TRACES_ENV", "BytesSource", "mission_lines", "mission_sources", "run_mission", "traces_dir",
+           "write_slices"]
 
-MISSION = Mission(
-    id="real-traffic",
-    title="Real traffic, fewest replicas",
-    brief=("Ten minutes of a real chat service: 1,750 requests from Mooncake's public conversation trace, "
-           "8,000 tokens at the median and up to 123,000, most of them a conversation sent again with one "
-           "more turn. Eight replicas take turns; each has 256 GB of prefix memory and prefills 50,000 "
-           "tokens a second. The slowest one request in a hundred still waits more than two seconds."),
-    lesson=("A conversation's history sits on the replica that served its last turn. Routers that follow "
-            "the cache send the next turn there and skip a quarter of all prompt tokens; routers that only "
-            "balance load recompute them, and even sixteen such replicas miss the target that four "
-            "cache-aware ones meet."),
-    start=Scenario().with_text({"router.kind": "round_robin", "fleet.replicas": "8", "fleet.memory_gb": "256",
-                                "fleet.prefill_tokens_per_s": "50000"}),
-    controls=("fleet.replicas", "router.kind", "router.spill_threshold_s"),
-    goal=(Threshold("ttft_p99_ms", "<=", 1950),),
-    two_stars=(Threshold("replicas", "<=", 6),),
-    three_stars=(Threshold("replicas", "<=", 4),),
-)
-ONE_STAR = {"router.kind": "cache_aware"}  # changes to the start, as dotted keys
-THREE_STARS = {"router.kind": "cache_aware", "fleet.replicas": "4"}
+TRACES_ENV = "PREFIX_LAB_TRACES"
 
 
-def play(scenario: Scenario, lines: Callable[[], Iterable[bytes]]) -> tuple[Result, Any]:
-    """Replay the mission's traffic on `scenario` and score it (a `missions` verdict); `lines()` gives the trace's lines afresh."""
-    result = replay(scenario, lambda: itertools.islice(lines(), REQUESTS))
-    return result, score(MISSION, scenario, result)
+def traces_dir() -> Path:
+    """The folder holding the public traces."""
+    named = os.environ.get(TRACES_ENV)
+    return Path(named) if named else Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def mission_lines(mission: Mission) -> Callable[[], Iterator[bytes]]:
+    """The mission's trace lines, afresh on each call; CommandError naming the file if it is not there."""
+    path = traces_dir() / mission.trace
+    if not path.is_file():
+        raise CommandError(f"mission {mission.id} replays {path}, which is not there: put the public traces in "
+                           f"../shared/traces beside the project, or name their folder in {TRACES_ENV}")
+
+    def lines() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            yield from itertools.islice(f, mission.trace_requests)
+    return lines
+
+
+def run_mission(mission: Mission, scenario: Scenario) -> Result:
+    """`scenario` run on the mission's traffic: its trace replayed, or the scenario's own."""
+    if not mission.trace:
+        return simulate(scenario)
+    return replay(scenario, mission_lines(mission))
+
+
+def write_slices(site: Path) -> list[str]:
+    """Copy each trace mission's slice into the built site; a sentence for each one left out."""
+    missing = []
+    for mission in MISSIONS:
+        if not mission.trace:
+            continue
+        try:
+            lines = mission_lines(mission)
+        except CommandError as exc:
+            missing.append(f"left out the traffic of {exc}")
+            continue
+        target = site / mission_file(mission)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(lines()))
+    return missing
+
+
+class BytesSource:
+    """A trace held in memory, as the page's worker hands the view a file (`lab.tracepage.Source`)."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self.data, self.size = name, data, len(data)
+
+    def read(self, start: int, end: int) -> bytes:
+        return self.data[start:end]
+
+    def progress(self, phase: str, requests: int, read: int) -> None:
+        pass
+
+
+def mission_sources() -> dict[str, BytesSource]:
+    """Every trace mission's slice as the page holds it once fetched, by the view's file key."""
+    return {MISSION_KEY + m.id: BytesSource(m.trace, b"".join(mission_lines(m)())) for m in MISSIONS if m.trace}

@@ -20,6 +20,7 @@ arguments, so they can be called in any order, and twice):
     read_state(request) -> State        the hash and the progress sent
     update(state, request) -> State     controls and actions applied
     settle(state) -> State              what the page cannot show dropped, with notices
+    pin(state, request) -> State        a baseline pinned or cleared, the axes locked or freed (`lab.compare`)
     derive(state) -> Derived            simulation, chosen mission, verdict, stars, open missions
     patches(state, derived) -> dict     what the page shows; answer() wraps it for the bridge
 """
@@ -34,9 +35,9 @@ from types import MappingProxyType
 from typing import Any
 
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, explain, generate, simulate
+from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate
 
-from . import fleetview, missionview
+from . import compare, fleetview, missionview
 from .controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -49,6 +50,7 @@ from .controls import (
 )
 from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, Context, embed_figures, fleet_key
 from .missionview import Memo, Play
+from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "read_shown",
@@ -69,8 +71,9 @@ PAGE_BUDGET = 40_000  # requests the page simulates per change at most (about a 
 SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2.5 times as much
 
 
+MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
 RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
-_RUNS: "OrderedDict[tuple, Result]" = OrderedDict()
+_RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
 
 
 def budget(scenario: Scenario) -> int:
@@ -92,6 +95,7 @@ class State:
     asking: bool = False  # waiting for the player to confirm "Reset progress"
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
     shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
+    files: Any = None  # the trace files the page holds (see `handle`); `trace=<name>` plays the player's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "page", MappingProxyType(dict(self.page)))
@@ -118,6 +122,11 @@ class Derived:
     open_ids: frozenset[str]  # missions the player may open, after this verdict
     play: Play  # the player's state after this verdict: progress, best setups
     seen: dict[str, Any] | None = None  # what the router saw for the request the URL asks about (`explain=`)
+    traced: TraceRun | None = None  # the replay of a trace file (the player's, or the mission's), when one plays
+    fetch: dict[str, str] | None = None  # a mission's trace the page must fetch first: its key, URL and name
+    base: dict[str, Any] | None = None  # the baseline's headline numbers, when the run is compared with one
+    base_result: Result | None = None
+    base_name: str = ""  # "the pinned baseline", "the mission's broken start"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +185,18 @@ def run(scenario: Scenario) -> Result:
 
 # -- entry points ------------------------------------------------------------
 
-def handle_json(request: str) -> str:
-    """`handle` over JSON text: what the worker calls."""
-    return json.dumps(handle(json.loads(request)), separators=(",", ":"))
+def handle_json(request: str, files: Any = None) -> str:
+    """`handle` over JSON text: what the worker calls, with the trace files the page holds."""
+    return json.dumps(handle(json.loads(request), files), separators=(",", ":"))
 
 
-def handle(request: Mapping[str, Any]) -> dict:
-    """Apply a request's controls or action to its hash, simulate, and describe the page."""
-    state = settle(update(read_state(request), request))
+def handle(request: Mapping[str, Any], files: Any = None) -> dict:
+    """Apply a request's controls or action to its hash, simulate, and describe the page.
+
+    `files` holds the trace files the page has (`files.get(key)` -> a `lab.tracepage.Source` or None): "user",
+    the one the player chose, and "mission:<id>", the traffic of a mission that replays a trace.
+    """
+    state = pin(settle(update(read_state(request, files), request)), request)
     return answer(state, derive(state))
 
 
@@ -196,8 +209,8 @@ def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: t
 
 # -- the state -----------------------------------------------------------------
 
-def read_state(request: Mapping[str, Any]) -> State:
-    """The state a request starts from: its hash, and what the browser keeps for the player.
+def read_state(request: Mapping[str, Any], files: Any = None) -> State:
+    """The state a request starts from: its hash, what the browser keeps for the player, the file it holds.
 
     The setup is being played if the page itself wrote this hash while playing (a reload, or a way back).
     """
@@ -206,7 +219,7 @@ def read_state(request: Mapping[str, Any]) -> State:
     playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
     shown, notices = read_shown(request.get("embed"))
     return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")),
-                 hashed.notices + notices, memo, playing, shown=shown)
+                 hashed.notices + notices, memo, playing, shown=shown, files=files)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
@@ -227,6 +240,11 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         state = _with_explain(state, action.get("request"))
     elif isinstance(action, dict) and action.get("type") == "example":
         state = _with_example(state, action.get("figure"))
+    elif isinstance(action, dict) and action.get("type") in ("trace", "trace_off"):
+        page = {k: v for k, v in state.page.items() if k not in ("trace", "mission", "explain")}
+        if action["type"] == "trace" and isinstance(action.get("name"), str):
+            page["trace"] = action["name"][:MAX_TRACE_NAME]
+        state = dataclasses.replace(state, page=page, playing=False, scored=False)
     elif isinstance(action, dict) and action:
         state = dataclasses.replace(_with_event_action(state, action), scored=state.playing)
     return state
@@ -252,7 +270,7 @@ def _with_example(state: State, name: Any) -> State:
 
 def settle(state: State) -> State:
     """Drop what the page cannot show, saying so: a setup too big to simulate per change, a mission not open."""
-    state = _within_budget(state)
+    state = _with_base(_with_trace(_within_budget(state)))
     mission, notice = missionview.chosen(state.page, state.progress)
     if mission is None and state.playing:
         state = dataclasses.replace(state, playing=False, scored=False)  # free play earns nothing
@@ -260,6 +278,64 @@ def settle(state: State) -> State:
         return state
     page = {k: v for k, v in state.page.items() if k != "mission"}
     return dataclasses.replace(state, page=page).noting(notice)
+
+
+def _with_base(state: State) -> State:
+    """Keep a pinned baseline only if it reads cleanly as a setup; else drop it (and its locked axes), saying so."""
+    pinned = state.page.get("base")
+    if pinned is None or (pinned and not read_hash(pinned).notices):
+        return state
+    page = {k: v for k, v in state.page.items() if k not in ("base", "axes")}
+    return dataclasses.replace(state, page=page).noting(
+        "The link's baseline (base=) is not a setup this lab can read; it was dropped. Pin one again.")
+
+
+def _with_trace(state: State) -> State:
+    """Keep `trace=<name>` only if the page holds that file and it replays on this setup; else say why.
+
+    A trace brings its own traffic: events and dynamic text (which shape synthetic prompts) are dropped,
+    and a mission, which plays its own traffic, closes the trace.
+    """
+    name = state.page.get("trace")
+    if name is None:
+        return state
+    page = {k: v for k, v in state.page.items() if k != "trace"}
+    if "mission" in state.page:
+        return dataclasses.replace(state, page=page).noting(
+            "A mission plays its own traffic: the trace is put aside (choose it again after the mission).")
+    source = _file(state, "user")
+    if source is None or source.name != name:
+        return dataclasses.replace(state, page=page).noting(
+            f"The trace {name[:60]!r} is not loaded in this page: a file you choose never leaves your browser, so "
+            "a reload or a link forgets it. Choose the file again (Your own traffic, below the charts).")
+    if state.scenario.events or state.scenario.dynamic_text != "none":
+        state = dataclasses.replace(state, scenario=state.scenario.with_values(
+            {"events": [], "dynamic_text": "none"})).noting(
+            "A trace brings its own prompts: its events and dynamic text were dropped.")
+    try:
+        trace_run(state.scenario, source)
+    except (TraceError, ScenarioError) as exc:
+        return dataclasses.replace(state, page=page).noting(f"{name[:60]} cannot be replayed: {exc}")
+    return state
+
+
+def _file(state: State, key: str) -> Source | None:
+    return None if state.files is None else state.files.get(key)
+
+
+def trace_run(scenario: Scenario, source: Source, limit: int | None = None) -> TraceRun:
+    """`replay_source` within the page's budget (or `limit`), remembered as runs are (by file and by the keys
+    the simulation reads)."""
+    limit = budget(scenario) if limit is None else min(limit, budget(scenario))
+    key = ("trace", source.name, source.size, limit, fleet_key(scenario))
+    found = _RUNS.get(key)
+    if found is None:
+        found = _RUNS[key] = replay_source(scenario, source, limit)
+        while len(_RUNS) > RUNS_KEPT:
+            _RUNS.popitem(last=False)
+    else:
+        _RUNS.move_to_end(key)
+    return found  # type: ignore[return-value]
 
 
 def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
@@ -339,14 +415,76 @@ def _within_budget(state: State) -> State:
 
 def derive(state: State) -> Derived:
     """Simulate the state's scenario, score it on the chosen mission (its stars count if the state is scored),
-    and explain one routing decision if the URL asks."""
-    result = run(state.scenario)
+    run the baseline it is compared with, and explain one routing decision if the URL asks."""
     mission, _ = missionview.chosen(state.page, state.progress)
-    verdict = None if mission is None else score(mission, state.scenario, result)
+    result, traced, fetch = _played(state, state.scenario, mission)
+    verdict = None if mission is None or fetch is not None else score(mission, state.scenario, result)
     play = missionview.with_stars(state.play, mission, verdict, state.scenario)
     progress = dict(play.progress)
+    base, base_name = _baseline(state, mission)
+    base_result = None if base is None or fetch is not None else _played(state, base, mission)[0]
     return Derived(result, _summary(result), mission, verdict, progress,
-                   missionview.open_missions(progress, state.page), play, _seen(state, result))
+                   missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch,
+                   None if base_result is None else _summary(base_result), base_result, base_name)
+
+
+def _played(state: State, scenario: Scenario, mission: Mission | None
+            ) -> tuple[Result, TraceRun | None, dict[str, str] | None]:
+    """`scenario` run on what the page plays: the player's trace, the mission's trace, or its own traffic.
+
+    Also the replay (if a trace played) and, for a mission whose trace the page has not fetched yet, what
+    to fetch: until then the run is the scenario's own traffic, which scores nothing.
+    """
+    user = _file(state, "user")
+    if "trace" in state.page and user is not None:  # settle() kept it only if it replays
+        traced = trace_run(scenario, user)
+        return traced.result, traced, None
+    if mission is not None and mission.trace:
+        key = MISSION_KEY + mission.id
+        own = _file(state, key)
+        if own is None:
+            return run(scenario), None, {"key": key, "url": mission_file(mission), "name": mission.trace}
+        traced = trace_run(scenario, own, mission.trace_requests)
+        return traced.result, traced, None
+    return run(scenario), None, None
+
+
+def _baseline(state: State, mission: Mission | None) -> tuple[Scenario | None, str]:
+    """The setup the run is compared with, and its name: the one pinned, else the mission's broken start."""
+    pinned = state.page.get("base")
+    if pinned:
+        return read_hash(pinned).scenario, "the pinned baseline"
+    if mission is not None:
+        return mission.start, "the mission's broken start"
+    return None, ""
+
+
+def pin(state: State, request: Mapping[str, Any]) -> State:
+    """Pin or clear the baseline, lock or free the axes (actions `pin`, `unpin`, `lock_axes`, `free_axes`;
+    opening a mission locks them too).
+
+    Runs after `settle`, as locking needs the settled setup's run: the axes lock where both the current
+    run and the baseline fit, and a pinned baseline locks them too.
+    """
+    action = request.get("action")
+    kind = action.get("type") if isinstance(action, dict) else None
+    if kind in ("select_mission", "load_mission") and "mission" in state.page and "axes" not in state.page:
+        kind = "lock_axes"  # a mission's start is its baseline: the axes hold still while it is played
+    if kind not in ("pin", "unpin", "lock_axes", "free_axes"):
+        return state
+    cleared = ("base", "axes") if kind in ("pin", "unpin") else ("axes",)
+    page = {k: v for k, v in state.page.items() if k not in cleared}
+    if kind == "pin":
+        page["base"] = write_hash(state.scenario, {}) or "v=1"
+    if kind in ("pin", "lock_axes"):
+        mission, _ = missionview.chosen(state.page, state.progress)
+        probe = dataclasses.replace(state, page=page)
+        base, _ = _baseline(probe, mission)
+        results = [_played(probe, state.scenario, mission)[0]]
+        if base is not None:
+            results.append(_played(probe, base, mission)[0])
+        page["axes"] = compare.write_axes(compare.bounds(*results))
+    return dataclasses.replace(state, page=page)
 
 
 def _seen(state: State, result: Result) -> dict[str, Any] | None:
@@ -354,6 +492,9 @@ def _seen(state: State, result: Result) -> dict[str, Any] | None:
     text = state.page.get("explain", "")
     if not text.isdigit() or int(text) >= result.requests:
         return None
+    if "trace" in state.page:
+        return {"error": "The routing of a replayed trace is not explained here: the explanation replays the lab's "
+                         "own traffic. The slowest requests above are the trace's."}
     if result.rejected:
         return {"error": f"Request {text} cannot be explained here: this setup refused {result.rejected:,} requests "
                          "too big for a replica's memory, so the requests are not one per number. Give the replicas "
@@ -374,7 +515,7 @@ def answer(state: State, derived: Derived) -> dict:
     written = write_hash(state.scenario, dict(state.page))
     return {"hash": written, "notices": list(capped(state.notices)), "summary": dict(derived.summary),
             "progress": dict(derived.progress), "memo": missionview.remember(derived.play, written).to_dict(),
-            "patches": patches(state, derived)}
+            "patches": patches(state, derived), "fetch": derived.fetch}
 
 
 def patches(state: State, derived: Derived) -> dict:
@@ -388,6 +529,9 @@ def patches(state: State, derived: Derived) -> dict:
         **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
+        **compare.base_patches(derived.base_result),
+        **compare.axes_patches(compare.read_axes(state.page.get("axes")),
+                               compare.bounds(derived.result, derived.base_result)),
     }
     context = Context(scenario, derived.result, run)
     shown = state.shown
@@ -419,11 +563,23 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#events-hint"] = {"hidden": not events_allowed}
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
-    dom["#readout"] = {"text": _readout(scenario, derived.result)}
+    traced, name = derived.traced, state.page.get("trace")
+    if traced is not None and name is None and mission is not None:  # the mission's own trace
+        name = f"{mission.trace}, its first {mission.trace_requests:,} requests"
+    dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
+    if derived.fetch is not None:
+        dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
+    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
+    dom["#trace-off"] = {"hidden": "trace" not in state.page}
+    dom["#deltas"] = {"hidden": derived.base is None,
+                      "html": "" if derived.base is None else compare.deltas_html(derived.summary, derived.base,
+                                                                                  derived.base_name)}
+    dom["#compare-tools"] = {"html": _compare_tools(state, derived)}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
     dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
     dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
+    dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
     dom["#explain"] = {"html": explained, "hidden": not explained}
     return {"bokeh": bokeh, "dom": dom}
@@ -440,6 +596,16 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
     }}}
 
 
+def _compare_tools(state: State, derived: Derived) -> str:
+    """The buttons that pin or clear the baseline and lock or free the axes."""
+    pinned, locked = "base" in state.page, "axes" in state.page
+    pin_button = ('<button type="button" data-action="unpin">Clear the baseline</button>' if pinned else
+                  '<button type="button" data-action="pin">Pin this run as the baseline</button>')
+    lock_button = (f'<button type="button" data-action="{"free_axes" if locked else "lock_axes"}" '
+                   f'aria-pressed="{"true" if locked else "false"}">Lock the axes</button>')
+    return pin_button + " " + lock_button
+
+
 def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
     return scenario.with_text(dict(example)) == scenario
 
@@ -449,7 +615,10 @@ def _example_button(name: str) -> str:
             "Load the article's setup</button>")
 
 
-def _readout(scenario: Scenario, result: Result) -> str:
+def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> str:
+    if trace is not None:
+        return (f"{result.requests:,} requests replayed from {trace}; {result.prefill_gpu_s:,.1f} GPU-seconds of "
+                f"prefill, {result.recompute_gpu_s:,.1f} of them recomputing blocks another replica held.")
     rate = scenario.traffic.session_rate * scenario.traffic.turns_mean
     return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
             f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "

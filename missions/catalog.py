@@ -9,6 +9,9 @@ be reordered or added without anyone losing stars or access.
 Thresholds were set by running the model: every broken start scores no
 star, and tests/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
+A mission with a `trace` plays the first `trace_requests` requests of that
+public trace instead of the scenario's synthetic traffic (`lab.tracemission`
+finds and replays it); its scenario sets only the fleet.
 """
 
 from collections.abc import Iterable, Mapping
@@ -187,8 +190,62 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 800),),
     ),
     Mission(
-        id="split-decode",
+        id="warm-or-idle",
         requires=("stale-router",),
+        title="Warm but busy, or idle and cold",
+        brief=("Agents send 30,000-token prompts that repeat almost all of their last call, on a 14B "
+               "model on H100s. The cache-aware router follows the cache until a replica is a second "
+               "behind, then sends the call to an idle replica that must compute all of it again: "
+               "two seconds of prefill to save one second of queue."),
+        lesson=("Compare finishing times, not queues: a warm replica with a queue often answers first, and "
+                "copying the KV from a peer can beat computing it again."),
+        start=_s(traffic__kind="agent", traffic__agent_rate="0.3", hardware__preset="article_14b_h100",
+                 fleet__memory_gb="16", router__kind="cache_aware"),
+        controls=("router.kind", "router.spill_threshold_s", "fleet.fetch", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.88), at_most("ttft_p99_ms", 2300)),
+        two_stars=(at_most("ttft_p99_ms", 1750),),
+        three_stars=(at_most("replicas", 5),),
+    ),
+    Mission(
+        id="fan-out",
+        requires=("warm-or-idle",),
+        title="Eight calls, one cold prefix",
+        brief=("Every fifth step an agent sends eight sub-calls at once, all starting with the same "
+               "4,000 new tokens. They reach the replicas before any of them has computed that prefix, "
+               "so up to eight replicas compute it side by side and the tail waits."),
+        lesson=("Sub-calls that share a new prefix race for the cache: send one first and the rest at its "
+                "first token, and they all read what it wrote."),
+        start=_s(traffic__kind="agent", traffic__agent_fanout="8", hardware__preset="article_14b_h100",
+                 fleet__memory_gb="16", router__kind="cache_aware"),
+        controls=("traffic.agent_warm_first", "router.kind", "fleet.replicas"),
+        goal=(at_least("hit_rate", 0.9), at_most("ttft_p99_ms", 2000)),
+        two_stars=(at_most("ttft_p99_ms", 1500),),
+        three_stars=(at_most("replicas", 3),),
+    ),
+    Mission(
+        id="real-traffic",
+        requires=("round-robin",),
+        title="Real traffic, fewest replicas",
+        brief=("Ten minutes of a real chat service: 1,750 requests from Mooncake's public conversation trace, "
+               "8,000 tokens at the median and up to 123,000, most of them a conversation sent again with one "
+               "more turn. Eight replicas take turns; each has 256 GB of prefix memory and prefills 50,000 "
+               "tokens a second. The slowest one request in a hundred still waits more than two seconds."),
+        lesson=("A conversation's history sits on the replica that served its last turn. Routers that follow "
+                "the cache send the next turn there and skip a quarter of all prompt tokens; routers that only "
+                "balance load recompute them, and even sixteen such replicas miss the target that four "
+                "cache-aware ones meet."),
+        start=_s(router__kind="round_robin", fleet__replicas="8", fleet__memory_gb="256",
+                 fleet__prefill_tokens_per_s="50000"),
+        controls=("fleet.replicas", "router.kind", "router.spill_threshold_s"),
+        goal=(at_most("ttft_p99_ms", 1950),),
+        two_stars=(at_most("replicas", 6),),
+        three_stars=(at_most("replicas", 4),),
+        trace="conversation_trace.jsonl",  # its first ten minutes
+        trace_requests=1750,
+    ),
+    Mission(
+        id="split-decode",
+        requires=("fan-out",),
         title="Answers that freeze mid-sentence",
         brief=("Serving mode: four replicas, each decoding answers while it prefills new prompts in chunks of "
                "2,048 tokens. On this GPU such a chunk takes 145 ms, and every answer decoding on that "

@@ -91,6 +91,8 @@ class Mission:
     two_stars: tuple[Threshold, ...]
     three_stars: tuple[Threshold, ...]
     requires: tuple[str, ...] = ()  # ids of the missions that must each have a star before this one opens
+    trace: str = ""  # its traffic: the first `trace_requests` requests of this trace file (see lab.tracemission)
+    trace_requests: int = 0  # ("" : the scenario's own synthetic traffic)
 
     def goal_text(self) -> str:
         return "; ".join(t.text() for t in self.goal)
@@ -101,6 +103,7 @@ class Mission:
             "two_stars": "; ".join(t.text() for t in self.two_stars),
             "three_stars": "; ".join(t.text() for t in self.three_stars),
             "controls": list(self.controls), "requires": list(self.requires), "start": self.start.to_dict(),
+            **({"trace": self.trace, "trace_requests": self.trace_requests} if self.trace else {}),
         }
 
 

@@ -61,11 +61,13 @@ from .trace import (
     MAX_LINE_BYTES,
     TraceError,
     TraceInfo,
+    TraceReuse,
     read_trace,
     replay,
     replay_scenario,
     scan_trace,
     trace_lines,
+    trace_reuse,
 )
 from .traffic import Request, TooManyRequests, generate
 
@@ -76,7 +78,7 @@ __all__ = [
     "stream",
     # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
-    "trace_lines",
+    "trace_lines", "trace_reuse", "TraceReuse",
     # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",

@@ -58,8 +58,8 @@ from .engine import simulate
 from .metrics import Result
 from .traffic import Request
 
-__all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay",
-           "replay_scenario", "scan_trace", "trace_lines"]
+__all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "TraceReuse", "read_trace",
+           "replay", "replay_scenario", "scan_trace", "trace_lines", "trace_reuse"]
 
 BLOCK_TOKENS = 512  # the public Mooncake traces' block size
 MAX_LINE_BYTES = 1 << 20  # longest line read, newline excluded (characters, when given text): 1 MiB
@@ -139,6 +139,44 @@ def scan_trace(chunks: Chunks, block_tokens: int = BLOCK_TOKENS, progress: Progr
     if progress is not None and count % PROGRESS_EVERY:
         progress(count, read)
     return TraceInfo(count, first, last, prompt_tokens, output_tokens, blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReuse:
+    """How much of a trace's prompts repeat blocks sent before: what one cache with no limit could serve."""
+
+    requests: int
+    distinct_blocks: int
+    prompt_tokens: int
+    reused_tokens: int  # prompt tokens in blocks an earlier request sent
+
+    @property
+    def ceiling(self) -> float:
+        """The hit rate of one cache with no limit: reused over prompt tokens."""
+        return self.reused_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def trace_reuse(chunks: Chunks, block_tokens: int = BLOCK_TOKENS, limit: int | None = None) -> TraceReuse:
+    """One pass counting the trace's distinct blocks and the prompt tokens of blocks seen before (in its first
+    `limit` requests, if given). Ids are chained, so a block seen before means its whole prefix was too: the
+    count is the prefix one cache holding every block would match."""
+    _check_settings(block_tokens, 1.0)
+    seen: set[int] = set()
+    count = prompt_tokens = reused = 0
+    for _, _, (_, prompt, _, ids) in _rows(chunks, block_tokens):
+        if limit is not None and count >= limit:
+            break
+        last = len(ids) - 1
+        for i, block in enumerate(ids):
+            if block in seen:
+                reused += block_tokens if i < last else prompt - block_tokens * last
+            else:
+                seen.add(block)
+        count += 1
+        prompt_tokens += prompt
+    if not count:
+        raise TraceError(0, "the trace has no requests")
+    return TraceReuse(count, len(seen), prompt_tokens, reused)
 
 
 # -- replay ------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""Take the README's screenshots: the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission.
+"""Take the README's screenshots: the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission,
+and every figure as an embed shows it, at an article's column width and a phone's.
 
-    .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens]
+    .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens] [--figures docs/figures]
 
 Without --url it builds the site into a temporary folder and serves it with `prefix-lab serve`. The
 mission shots play mission 8 from its broken start (choosing it, then three changes), as a player would.
@@ -55,18 +56,45 @@ def shoot(url: str, out: Path) -> list[Path]:
     return written
 
 
+FIGURE_WIDTHS = (720, 390)
+
+
+def shoot_figures(url: str, out: Path) -> list[Path]:
+    """Each figure alone in `embed.html?figure=NAME` (the fan-out race on the article's setup, which has one)."""
+    from lab.figures import FIGURES
+    from lab.urlstate import write_hash
+    from model import RACE, Scenario
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        for name in ("headline", *FIGURES):
+            fragment = "#" + write_hash(Scenario().with_text(dict(RACE)), {}) if name == "fanout" else ""
+            for width in FIGURE_WIDTHS:
+                page = browser.new_page(viewport={"width": width, "height": 600})
+                page.goto(f"{url}embed.html?figure={name}{fragment}")
+                page.wait_for_function(READY, timeout=60_000)
+                written.append(out / f"{name}-{width}.png")
+                page.screenshot(path=str(written[-1]), full_page=True)
+                page.close()
+        browser.close()
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
+    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
     args = parser.parse_args()
     if args.url:
-        paths = shoot(args.url, args.out)
+        paths = shoot(args.url, args.out) + shoot_figures(args.url, args.figures)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             proc, url = serve_site(Path(tmp) / "site")
             try:
-                paths = shoot(url, args.out)
+                paths = shoot(url, args.out) + shoot_figures(url, args.figures)
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)

@@ -25,6 +25,7 @@ const written = new Map();  // control name -> the props last written into it (l
 const drawn = new Map();  // source name -> the data last drawn in it, as JSON
 let nextId = 1;
 let epoch = 0;  // bumped when the person edits the URL: answers computed before that are stale
+const traceFiles = new Map();  // key -> File: the trace the person chose ("user"), missions' traffic (its worker reads them)
 
 function setState(state, text) {
   root.dataset.lab = state;
@@ -293,7 +294,7 @@ function enqueue(request) {
   } else {
     queue.push({ id: nextId++, request });
   }
-  if (inFlight && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
+  if (inFlight && !inFlight.progressed && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
     workerFailed(`a newer one came while it had run ${Math.round((performance.now() - inFlight.sent) / 1000)} s`,
       { replaced: true });
     return;
@@ -316,11 +317,18 @@ async function onMessage(event) {
     clearTimeout(bootTimer);
     workerReady = true;
     timings.bootMs = msg.bootMs;
+    for (const [key, file] of traceFiles) worker.postMessage({ type: "trace", key, file });  // a new worker: again
     if (timings.ready === null && queue.length === 0) queue.push({ id: nextId++, request: {} });  // the URL's own state
     if (queue.length) pump();
     else setState("ready", stopped);  // a new worker after a stop: nothing to redo
+  } else if (msg.type === "progress") {  // a long replay is alive: no limit stops it, no newer change replaces it
+    if (inFlight) inFlight.progressed = true;
+    clearTimeout(workTimer);
+    workTimer = setTimeout(() => workerFailed(`it took longer than ${WORK_LIMIT_MS / 1000} s`), WORK_LIMIT_MS);
+    showProgress(msg);
   } else if (msg.type === "view") {
     clearTimeout(workTimer);
+    showProgress(null);
     const done = inFlight;
     inFlight = null;
     if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
@@ -340,6 +348,7 @@ async function onMessage(event) {
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
+    if (msg.view.fetch) fetchTrace(msg.view.fetch);
   } else if (msg.type === "error" && msg.phase === "boot") {
     workerFailed(msg.message, { detail: msg.detail });
   } else if (msg.type === "error") {  // one change failed in Python; the worker is fine: drop it, go on with the next
@@ -373,6 +382,71 @@ function queryOf(search) {
 }
 
 startWorker(window.prefixLabBoot);
+
+// -- your own traffic: a trace file chosen or dropped --------------------------------------
+//
+// The File goes to the worker, which reads it in slices (lab/tracepage.py); the view plays it
+// while the URL says `trace=<its name>`. Nothing is uploaded: the file stays in the browser.
+const traceBar = document.getElementById("trace-progress");
+const traceStatus = document.getElementById("trace-status");
+
+function useTrace(file) {
+  if (!file) return;
+  giveTrace("user", file);
+  if (traceStatus) traceStatus.textContent = `Reading ${file.name} (${(file.size / 1e6).toFixed(1)} MB)…`;
+  enqueue({ action: { type: "trace", name: file.name } });
+}
+
+function giveTrace(key, file) {
+  traceFiles.set(key, file);
+  worker.postMessage({ type: "trace", key, file });
+}
+
+// A mission that replays a trace: its slice is on this site; fetch it once, then ask again.
+const fetching = new Set();
+async function fetchTrace({ key, url, name }) {
+  if (fetching.has(key)) return;
+  fetching.add(key);
+  try {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    giveTrace(key, new File([await response.blob()], name));
+    enqueue({});
+  } catch (err) {
+    if (statusText) statusText.textContent = `This mission's traffic (${url}) could not be loaded (${err.message}): ` +
+      "the site was built without the public traces. Rebuild it with them beside the project.";
+  }
+}
+
+function showProgress(msg) {
+  if (!traceBar) return;
+  traceBar.hidden = !msg;
+  if (!msg) {
+    if (traceStatus) traceStatus.textContent = "";
+    return;
+  }
+  const share = msg.size ? Math.min(1, msg.read / msg.size) : 0;
+  traceBar.value = msg.phase === "checking" ? share / 2 : 0.5 + share / 2;
+  if (traceStatus) {
+    traceStatus.textContent = `${msg.phase === "checking" ? "Checking" : "Replaying"}: ` +
+      `${msg.requests.toLocaleString("en")} requests…`;
+  }
+}
+
+document.getElementById("trace-file")?.addEventListener("change", (event) => useTrace(event.target.files?.[0]));
+const dropZone = document.getElementById("trace-drop");
+if (dropZone) {
+  dropZone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    dropZone.classList.add("over");
+  });
+  dropZone.addEventListener("dragleave", () => dropZone.classList.remove("over"));
+  dropZone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    dropZone.classList.remove("over");
+    useTrace(event.dataTransfer?.files?.[0]);
+  });
+}
 
 // -- from the page -----------------------------------------------------------------
 

@@ -7,6 +7,21 @@ import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 let view = null;
 let booting = null;
+// Trace files, read here in slices and never sent anywhere: "user" (the one the person chose) and
+// "mission:<id>" (a mission's traffic, fetched from this site).
+const files = new Map();
+const fileReader = typeof FileReaderSync === "function" ? new FileReaderSync() : null;
+const fileSources = { get: (key) => (files.has(key) && fileReader ? traceSource(files.get(key)) : undefined) };
+
+// A file as lab.tracepage.Source: its name and size, bytes by range, and progress for the page's bar.
+function traceSource(file) {
+  return {
+    name: file.name,
+    size: file.size,
+    read: (start, end) => new Uint8Array(fileReader.readAsArrayBuffer(file.slice(start, end))),
+    progress: (phase, requests, read) => postMessage({ type: "progress", phase, requests, read, size: file.size }),
+  };
+}
 
 // One readable line for the page (a Python error's last line, clipped); the whole text for the console.
 function failure(err, phase) {
@@ -48,12 +63,16 @@ self.onmessage = async (event) => {
     booting ??= boot(msg.wheel).catch((err) => postMessage(failure(err, "boot")));
     return;
   }
+  if (msg.type === "trace") {
+    files.set(msg.key, msg.file);
+    return;
+  }
   if (msg.type !== "view") return;
   await booting;
   if (!view) return;
   const t0 = performance.now();
   try {
-    const answer = JSON.parse(view.handle_json(JSON.stringify(msg.request)));
+    const answer = JSON.parse(view.handle_json(JSON.stringify(msg.request), fileSources));
     postMessage({ type: "view", id: msg.id, view: answer, ms: performance.now() - t0 });
   } catch (err) {
     postMessage({ ...failure(err, "view"), id: msg.id });

@@ -159,3 +159,20 @@ def test_every_article_figure_declares_controls_the_page_has():
         assert fig.controls and set(fig.controls) <= keys, fig.name
         beside = {c.key for c in CONTROLS if c.figure == fig.name}
         assert beside <= set(fig.controls), fig.name
+
+
+def test_the_load_strip_is_each_replicas_busy_share_per_bin_and_the_table_is_the_cli_table():
+    s = Scenario().with_text({"fleet.replicas": "6", "router.kind": "cache_aware"})
+    result = view.run(s)
+    columns = data("load", s)["src:load"]["data"]
+    bins = len(result.series.start_s)
+    assert len(columns["busy"]) == 6 * bins
+    for i, row in enumerate(result.series.replica_load):
+        assert columns["busy"][i * bins:(i + 1) * bins] == [round(min(v, 1.0) * 100, 1) for v in row]
+        assert set(columns["replica"][i * bins:(i + 1) * bins]) == {f"replica {i}"}
+    assert data("load", s)["yr:load"]["factors"] == [f"replica {i}" for i in reversed(range(6))]
+    busiest = max(range(6), key=lambda i: sum(result.series.replica_load[i]))
+    assert f"replica {busiest} was busy" in caption("load", s)
+    table = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware"})["patches"]["dom"]["#replicas"]["html"]
+    for r in result.replicas:
+        assert f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>" in table

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BROWSER_LAB = {"view.py", "figures.py", "urlstate.py", "missionview.py", "controls.py", "glossary.py", "fleetview.py",
+BROWSER_LAB = {"view.py", "figures.py", "tracepage.py", "compare.py", "urlstate.py", "missionview.py", "controls.py", "glossary.py", "fleetview.py",
                "__init__.py"}  # what Pyodide runs of lab/
 NO_CLOCKS_OR_IO = {"time", "datetime", "os", "pathlib", "io", "socket", "secrets", "uuid", "threading"}
 

@@ -14,11 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lab.tracemission import mission_sources
 from lab.urlstate import SCHEMA, Rename, read_hash, write_hash
 from lab.view import handle
 from missions import MISSIONS, find_mission
 from model import Scenario
 
+FILES = mission_sources()
 LINKS = json.loads((Path(__file__).resolve().parent / "data" / "links.json").read_text(encoding="utf-8"))
 HEADLINE = ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps", "replica_count")
 
@@ -34,7 +36,7 @@ def shown(view):
 
 @pytest.mark.parametrize("link", LINKS["links"], ids=lambda link: link["url"][:70])
 def test_a_link_of_today_still_gives_its_numbers(link):
-    view = handle({"hash": link["url"].partition("#")[2]})
+    view = handle({"hash": link["url"].partition("#")[2]}, FILES)  # a mission's trace, as the page fetches it
     assert shown(view) == {k: link[k] for k in ("hash", "headline", "stars")}
 
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from test_missions import SOLUTIONS
 
+from lab.tracemission import run_mission
 from missions import MISSIONS, find_mission, score
-from model import simulate
 
 # sha256 over one mission's verdicts (stars, pass, every reason with its figure) on its broken start, its
 # one-star and its three-star setup. A change here means a player's score would move: make it on purpose.
@@ -23,6 +23,9 @@ GOLDEN = {
     "monday": "93130526d8000d4bb836ac88c918647e956f5b11c9e0a656e6356480c7df9525",
     "bounded-hash": "991518430fdaa7f6e263c51085fa3232157097274a21984a635d1efaee9a9eea",
     "stale-router": "b6e5a820960a5fed3d4b544818654fcdb56e2e075fbb031524eb936fd0927118",
+    "warm-or-idle": "45f5d0e3c8dcccd0fcec419e7b6f5799ed6a225e0002b61cf61904a76b9d6dce",
+    "fan-out": "b6970e58e82d874b68e33ba59d37699f5415f9040906fcbe7dd1916666ac265b",
+    "real-traffic": "493d62432653f89619edca59be4bb321032b701c3c29b02f0acdfec4a4695c6f",
     "split-decode": "f14f2b5397ce29c7b2620c81a85bf8bf5fb45c4d8da6768e9e196e66225b6553",
 }
 
@@ -33,7 +36,7 @@ def verdicts(mission_id):
     out = {}
     for name, changes in {"start": {}, "one": SOLUTIONS[m.id][0], "three": SOLUTIONS[m.id][1]}.items():
         scenario = m.start.with_text(changes)
-        out[name] = score(m, scenario, simulate(scenario)).to_dict()
+        out[name] = score(m, scenario, run_mission(m, scenario)).to_dict()
     return out
 
 

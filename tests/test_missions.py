@@ -6,8 +6,8 @@ import json
 import pytest
 
 from lab.cli import main
+from lab.tracemission import run_mission
 from missions import MISSIONS, Threshold, check_catalog, find_mission, score, unlocked
-from model import simulate
 
 # (one-star setup, three-star setup) as dotted keys applied to the mission's start.
 SOLUTIONS = {
@@ -24,6 +24,9 @@ SOLUTIONS = {
     "stale-router": ({"router.view_ttl_s": "2"}, {"router.view_ttl_s": "3"}),
     "monday": ({"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4"},
                {"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4", "fleet.replicas": "4"}),
+    "warm-or-idle": ({"router.kind": "cost"}, {"router.kind": "cost", "fleet.fetch": "rdma", "fleet.replicas": "5"}),
+    "fan-out": ({"router.kind": "cost"}, {"traffic.agent_warm_first": "true", "fleet.replicas": "3"}),
+    "real-traffic": ({"router.kind": "cache_aware"}, {"router.kind": "cache_aware", "fleet.replicas": "4"}),
     "split-decode": ({"fleet.prefill_replicas": "3", "fleet.decode_replicas": "3"},
                      {"fleet.prefill_replicas": "1", "fleet.decode_replicas": "2"}),
 }
@@ -31,7 +34,7 @@ SOLUTIONS = {
 
 def verdict(mission, changes):
     scenario = mission.start.with_text(changes)
-    return score(mission, scenario, simulate(scenario))
+    return score(mission, scenario, run_mission(mission, scenario))
 
 
 def test_there_are_at_least_eight_missions_with_unique_ids():
@@ -125,7 +128,8 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
         ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
         ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)),
-        ("split-decode", ("stale-router",))]
+        ("warm-or-idle", ("stale-router",)), ("fan-out", ("warm-or-idle",)), ("real-traffic", ("round-robin",)),
+        ("split-decode", ("fan-out",))]
     check_catalog()
 
 
@@ -141,7 +145,7 @@ def test_reordering_or_adding_missions_changes_no_unlock():
     progress = {"cache-on": 2, "timestamp": 3, "round-robin": 1, "gone-mission": 3}
     added = dataclasses.replace(MISSIONS[0], id="new", requires=("cache-on",))
     assert unlocked(progress, tuple(reversed(MISSIONS))) == unlocked(progress) == {
-        "cache-on", "timestamp", "round-robin", "hot-tenant"}
+        "cache-on", "timestamp", "round-robin", "hot-tenant", "real-traffic"}
     assert unlocked(progress, (added, *MISSIONS)) == unlocked(progress) | {"new"}
 
 

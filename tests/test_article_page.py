@@ -1,0 +1,82 @@
+"""The article's figures on the page, played as a reader would: their own sliders by keyboard, the fan-out
+example by its button, the article's two missions through their controls, and an embed of one figure."""
+
+import re
+
+import pytest
+from conftest import READY, metrics
+from test_missions_page import answered, choose, press, verdict
+
+from lab.figures import FIGURES
+
+pytestmark = pytest.mark.browser
+
+
+def caption(page, name):
+    return page.locator(f"#cap-{name}").inner_text()
+
+
+def test_the_crossover_and_transfer_sliders_move_their_figures_and_leave_the_fleet_alone(fresh_lab):
+    page = fresh_lab
+    headline = metrics(page)
+    assert "the warm GPU is faster" in caption(page, "crossover") and "80%" in caption(page, "crossover")
+    queued = page.get_by_role("slider", name="Requests queued on the warm GPU")
+    press(page, queued, "ArrowRight")  # 3 -> 4: the article's flip
+    assert "crossover.queued=4" in page.evaluate("location.hash")
+    assert "2.33 s" in caption(page, "crossover") and "the idle GPU is faster" in caption(page, "crossover")
+    press(page, page.get_by_role("slider", name="RDMA (Gbps)"), "Home")  # the slowest fabric the slider offers
+    assert "RDMA 50 Gbps" in caption(page, "transfer")
+    assert metrics(page) == headline  # the fleet's numbers did not move
+    gap = page.get_by_role("slider", name="Seconds between calls")
+    press(page, gap, "End")  # 900 s: past the cache's five minutes
+    assert "outlives the cache's 300 s" in caption(page, "api")
+
+
+def test_the_fanout_example_loads_the_race_and_warming_first_wins_it(fresh_lab):
+    page = fresh_lab
+    assert "sends no fan-outs" in caption(page, "fanout")
+    answered(page, lambda: page.get_by_role("button", name="Load the article's setup").click())
+    assert "traffic.kind=agent" in page.evaluate("location.hash")
+    raced = caption(page, "fanout")
+    computed = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) (?:of [\d,]+ sub-calls computed|did)", raced)]
+    assert len(computed) == 2 and computed[1] < computed[0], raced
+    assert page.get_by_role("button", name="Load the article's setup").count() == 0  # loaded: nothing to offer
+
+
+def test_the_articles_missions_are_played_through_their_controls(fresh_lab, server):
+    page = fresh_lab
+    answered(page, lambda: page.evaluate("location.hash = 'unlock=all'"))
+    choose(page, 11, "Warm but busy, or idle and cold")
+    router = page.get_by_role("combobox", name="Router")
+    answered(page, lambda: router.select_option(label="Lowest estimated TTFT"))
+    assert verdict(page) == (1, True)  # the cost router alone: every call where it finishes first
+    answered(page, lambda: page.get_by_role("combobox", name="Fetch a prefix a peer holds over").select_option(
+        label="RDMA"))
+    press(page, page.get_by_role("slider", name="Replicas"), "ArrowRight")  # 4 -> 5
+    assert verdict(page) == (3, True)
+
+    choose(page, 12, "Eight calls, one cold prefix")
+    warm = page.get_by_role("checkbox", name="Send the first sub-call alone, the rest at its first token")
+    assert warm.is_visible() and not warm.is_checked()
+    answered(page, lambda: warm.click())
+    assert verdict(page) == (2, True)
+    press(page, page.get_by_role("slider", name="Replicas"), "ArrowLeft")  # 4 -> 3
+    assert verdict(page) == (3, True)
+
+
+def test_an_embed_shows_one_figure_with_its_own_controls(page, server):
+    page.goto(server["url"] + "embed.html?figure=crossover")
+    page.wait_for_function(READY, timeout=60_000)
+    shown = [el.get_attribute("data-figure") for el in page.locator("[data-figure]").all() if el.is_visible()]
+    assert shown == ["crossover"]
+    sliders = [s.get_attribute("aria-label") for s in page.get_by_role("slider").all() if s.is_visible()]
+    assert len(sliders) == len(FIGURES["crossover"].controls)
+    assert page.get_by_role("combobox", name="Router").is_visible() is False
+    press(page, page.get_by_role("slider", name="Requests queued on the warm GPU"), "ArrowRight")
+    assert "the idle GPU is faster" in caption(page, "crossover")
+    named = page.context.new_page()
+    named.goto(server["url"] + "embed.html?figure=headline,hit&controls=router.kind,bogus")
+    named.wait_for_function(READY, timeout=60_000)
+    assert named.get_by_role("combobox", name="Router").is_visible()
+    assert named.get_by_role("slider", name="Replicas").is_visible() is False
+    assert "'bogus'" in named.locator("#notices").inner_text()
