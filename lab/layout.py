@@ -54,6 +54,7 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 CHANGED = "window.prefixLab && window.prefixLab.changed({name!r}, cb_obj.{source}, {prop!r}, {live})"
 EVENT_BUTTONS = (("timestamp", "Inject timestamp"), ("surge", "Tenant surge"), ("burst", "Burst"))
 BUSY = tuple(reversed(Blues256))  # light: idle, dark: busy
+BUSY_PERCENT = (0, 100)  # the busy strip's colour scale: a replica is busy 0 to 100% of a bin
 HELP_STYLE = {"font-size": "12px", "color": "#5b6570", "line-height": "1.35"}
 
 
@@ -204,7 +205,7 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         f = figure(title="How busy each replica was", name="fig:load", height=max(150, 60 + 22 * len(factors)),
                    sizing_mode="stretch_width", min_width=260, toolbar_location=None, x_axis_label="time (s)",
                    y_range=FactorRange(*factors, name="yr:load"))
-        mapper = LinearColorMapper(palette=BUSY, low=0, high=100)
+        mapper = LinearColorMapper(palette=BUSY, low=BUSY_PERCENT[0], high=BUSY_PERCENT[1])
         f.rect(x="t", y="replica", width="width", height=0.9, source=sources["src:load"], line_color=None,
                fill_color={"field": "busy", "transform": mapper})
         f.add_layout(ColorBar(color_mapper=mapper, title="% busy", width=8, padding=4), "right")

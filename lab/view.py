@@ -460,16 +460,13 @@ def _baseline(state: State, mission: Mission | None) -> tuple[Scenario | None, s
 
 
 def pin(state: State, request: Mapping[str, Any]) -> State:
-    """Pin or clear the baseline, lock or free the axes (actions `pin`, `unpin`, `lock_axes`, `free_axes`;
-    opening a mission locks them too).
+    """Pin or clear the baseline, lock or free the axes (actions `pin`, `unpin`, `lock_axes`, `free_axes`).
 
     Runs after `settle`, as locking needs the settled setup's run: the axes lock where both the current
     run and the baseline fit, and a pinned baseline locks them too.
     """
     action = request.get("action")
     kind = action.get("type") if isinstance(action, dict) else None
-    if kind in ("select_mission", "load_mission") and "mission" in state.page and "axes" not in state.page:
-        kind = "lock_axes"  # a mission's start is its baseline: the axes hold still while it is played
     if kind not in ("pin", "unpin", "lock_axes", "free_axes"):
         return state
     cleared = ("base", "axes") if kind in ("pin", "unpin") else ("axes",)
@@ -530,8 +527,7 @@ def patches(state: State, derived: Derived) -> dict:
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
         **compare.base_patches(derived.base_result),
-        **compare.axes_patches(compare.read_axes(state.page.get("axes")),
-                               compare.bounds(derived.result, derived.base_result)),
+        **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
     context = Context(scenario, derived.result, run)
     shown = state.shown
@@ -594,6 +590,14 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
         "color": [EVENT_COLOURS[e.kind] for e in ev],
         "label": [EVENT_NAMES[e.kind] for e in ev],
     }}}
+
+
+def _locked_axes(state: State, derived: Derived) -> dict[str, float]:
+    """The axes' tops as locked in the URL; in a mission compared with its broken start, the start's (the same
+    whatever the player changes, so the axes hold still while it is played)."""
+    if "axes" in state.page or "base" in state.page or derived.base_result is None:
+        return compare.read_axes(state.page.get("axes"))
+    return compare.bounds(derived.base_result)
 
 
 def _compare_tools(state: State, derived: Derived) -> str:

@@ -508,10 +508,21 @@ window.addEventListener("hashchange", () => {
   }
 });
 
-// Embedded in an article: tell the parent page how tall we are.
+// Embedded in an article: tell the parent page how tall we are. The height is where the content
+// ends (the lab's box and the body's margin below it), not the document's scroll height, which is
+// at least the frame's own height; and the box is what is observed, as the body is sized by the frame
+// and does not grow with its content. Reported at once, each time the box changes size, once Bokeh has
+// laid the charts out, and after every answer.
 if (window.parent !== window) {
-  const report = () => window.parent.postMessage({ type: "prefix-lab:height", height: document.documentElement.scrollHeight }, "*");
-  new ResizeObserver(report).observe(document.body);
+  const content = document.querySelector(".lab") ?? document.body;
+  const report = () => {
+    const below = parseFloat(getComputedStyle(document.body).marginBottom || "0");
+    const height = Math.ceil(content.getBoundingClientRect().bottom + window.scrollY + below);
+    window.parent.postMessage({ type: "prefix-lab:height", height }, "*");
+  };
+  new ResizeObserver(report).observe(content);
+  whenBokehReady().then(report);
+  document.addEventListener("prefix-lab:view", () => requestAnimationFrame(report));
   report();
 }
 
