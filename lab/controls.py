@@ -183,9 +183,9 @@ CONTROLS = (
     Control("money.gpu_usd_per_hour", "GPU price ($ an hour)", "slider", short="GPU price", unit=" $/h",
             figure="gpu"),
     # prefill/decode (issue 13)
-    Control("fleet.prefill_replicas", "Replicas that only prefill", "slider", enabled_when=("fleet.decode", True),
+    Control("fleet.prefill_replicas", "GPUs that only prefill", "slider", enabled_when=("fleet.decode", True),
             short="Prefill replicas"),
-    Control("fleet.decode_replicas", "Replicas that only decode", "slider", enabled_when=("fleet.decode", True),
+    Control("fleet.decode_replicas", "GPUs that only decode", "slider", enabled_when=("fleet.decode", True),
             short="Decode replicas"),
     Control("fleet.handoff", "KV goes from prefill to decode over", "buttons", labels=("RDMA", "Host memory", "NVMe"),
             enabled_when=("fleet.decode", True), short="Handoff over"),
