@@ -4,7 +4,9 @@ Verbs: `run` (one scenario, headless, or a named one: `--preset`), `build`
 (the static site), `serve` (build if needed, then serve it), `keys`,
 `presets`, `missions` and `score`; `replay`
 (a trace file, lab/traces.py) and `sweep` (a grid of setups, lab/sweep.py);
-the article's arithmetic: `crossover`, `transfer`, `money` and `fanout`;
+and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
+`stall` (a long prefill joining a decoding batch), `split` (co-located
+against prefill and decode apart) and `queue` (the two queue orders);
 and `locality`, the KV-locality note's comparison.
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
@@ -369,6 +371,79 @@ def _crossover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _roofline(args: argparse.Namespace) -> int:
+    from model import roofline_of
+
+    r = roofline_of(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(r, indent=1))
+        return 0
+    d, p = r["decode"], r["prefill"]
+    _out(f"{r['hardware']}: {r['peak_tflops']:g} TFLOP/s dense over {r['hbm_tb_s']:g} TB/s; the ridge is at "
+         f"{r['ridge_flops_per_byte']:.0f} FLOPs per byte ({r['tokens_to_ridge']} tokens in one pass)")
+    for label, x in ((f"a decode step, batch {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
+        _out(f"{label:<28s} {x['flops_per_byte']:10.1f} FLOPs/byte {x['attainable_tflops']:7.1f} TFLOP/s "
+             f"{x['peak_share'] * 100:7.2f}% of peak")
+    _notes(r["notes"])
+    return 0
+
+
+def _stall(args: argparse.Namespace) -> int:
+    from model import stall_demo
+
+    d = stall_demo(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(d, indent=1))
+        return 0
+    _out(f"{d['hardware']}: {d['co_runners']} answers decoding; a {d['prefill_tokens']:,}-token prompt arrives at "
+         f"{d['join_s']:g} s (token budget {d['token_budget']:,})")
+    _out("                 longest gap ms  worst mean gap ms  its first token after ms")
+    for name in ("alone", "chunked", "prefill_first"):
+        x = d[name]
+        ttft = "" if x["long_ttft_ms"] is None else f"{x['long_ttft_ms']:.0f}"
+        _out(f"{name:<16s} {x['co_stall_ms']:14.1f} {x['co_tpot_ms']:18.1f} {ttft:>25s}")
+    _notes(d["notes"])
+    return 0
+
+
+def _split(args: argparse.Namespace) -> int:
+    from model import split_compare
+
+    c = split_compare(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(c, indent=1))
+        return 0
+    slo = c["slo"]
+    _out(f"{c['gpus']} GPUs; targets: first token within {slo['ttft_ms']:g} ms, no gap between tokens over "
+         f"{slo['tbt_ms']:g} ms; a target is met when {slo['share'] * 100:g}% of requests are within it")
+    _out("setup               TTFT met  gaps met  TTFT p50  TTFT p99  gap p99 ms  hit rate")
+    rows = [("co-located", c["colocated"])]
+    if c["split"] is not None:
+        rows.append((f"split {c['prefill_replicas']} + {c['decode_replicas']}", c["split"]))
+    for name, f in rows:
+        marks = ("yes" if f["meets_ttft"] else "no", "yes" if f["meets_tbt"] else "no")
+        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{f['tbt_slo_met'] * 100:6.1f}% {marks[1]:<3s}"
+             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {f['stall_p99_ms']:11.0f} {f['hit_rate'] * 100:8.1f}%")
+    _notes(c["notes"])
+    return 0
+
+
+def _queue(args: argparse.Namespace) -> int:
+    from model import queue_compare
+
+    q = queue_compare(load_scenario(args.scenario, args.set))
+    if args.json:
+        _out(json.dumps(q, indent=1))
+        return 0
+    _out(f"queue order            hit rate  TTFT p50 ms  TTFT p99 ms  longest wait ms   (guard {q['guard_s']:g} s)")
+    for order in ("fcfs", "longest_prefix_first"):
+        f = q[order]
+        _out(f"{order:<22s} {f['hit_rate'] * 100:7.1f}% {f['ttft_p50_ms']:12.0f} {f['ttft_p99_ms']:12.0f} "
+             f"{f['max_queue_ms']:16.0f}")
+    _notes(q["notes"])
+    return 0
+
+
 def _transfer(args: argparse.Namespace) -> int:
     from model import transfer_of
 
@@ -505,6 +580,14 @@ def parser() -> argparse.ArgumentParser:
     add_sweep_verb(verbs).set_defaults(func=_sweep)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",
                _crossover)
+    _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",
+               _roofline)
+    _explainer(verbs, "stall", "a prefill of roofline.prefill_tokens joining a batch of decoding answers, chunked and "
+               "prefill-first", _stall)
+    _explainer(verbs, "split", "the scenario's traffic on the same GPUs, co-located and split into prefill and decode "
+               "replicas, against slo.*", _split, base="the default scenario in serving mode")
+    _explainer(verbs, "queue", "the scenario in serving mode first come first served and longest cached prefix first "
+               "(fleet.queue_guard_s)", _queue, base="the default scenario in serving mode")
     _explainer(verbs, "transfer", "moving a prefix's KV over RDMA, NVMe or PCIe instead of recomputing it (transfer.*)",
                _transfer)
     _explainer(verbs, "money", "run the scenario and price it: GPU time a month, API calls with and without caching "

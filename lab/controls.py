@@ -182,6 +182,24 @@ CONTROLS = (
     Control("money.lifetime_s", "Cache lifetime (s)", "slider", short="Lifetime", unit=" s", figure="api"),
     Control("money.gpu_usd_per_hour", "GPU price ($ an hour)", "slider", short="GPU price", unit=" $/h",
             figure="gpu"),
+    # prefill/decode (issue 13)
+    Control("fleet.prefill_replicas", "GPUs that only prefill", "slider", enabled_when=("fleet.decode", True),
+            short="Prefill replicas"),
+    Control("fleet.decode_replicas", "GPUs that only decode", "slider", enabled_when=("fleet.decode", True),
+            short="Decode replicas"),
+    Control("fleet.handoff", "KV goes from prefill to decode over", "buttons", labels=("RDMA", "Host memory", "NVMe"),
+            enabled_when=("fleet.decode", True), short="Handoff over"),
+    Control("fleet.queue_order", "Queue order", "buttons", labels=("First come first served", "Longest prefix first"),
+            enabled_when=("fleet.decode", True)),
+    Control("fleet.queue_guard_s", "Starvation guard (s)", "slider",
+            enabled_when=("fleet.queue_order", "longest_prefix_first"), short="Starvation guard", unit=" s"),
+    Control("slo.ttft_ms", "First token within (ms)", "slider", enabled_when=("fleet.decode", True),
+            short="TTFT target", unit=" ms"),
+    Control("slo.tbt_ms", "No gap between tokens over (ms)", "slider", enabled_when=("fleet.decode", True),
+            short="TBT target", unit=" ms"),
+    Control("roofline.batch", "Decode batch (sequences)", "slider", short="Decode batch", figure="roofline"),
+    Control("roofline.prefill_tokens", "Prefill (tokens)", "slider", short="Prefill", unit=" tokens",
+            figure="roofline"),
 )
 _BY_KEY = {c.key: c for c in CONTROLS}
 

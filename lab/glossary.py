@@ -129,6 +129,33 @@ GLOSSARY: tuple[Entry, ...] = (
           brief="A cached prompt expires this long after its last use."),
     Entry("money.gpu_usd_per_hour", "GPU price", "What one GPU costs an hour, rented or amortised.",
           brief="What one GPU costs an hour."),
+    Entry("fleet.prefill_replicas", "Prefill replicas", "Serving mode: replicas that only compute prompts. With "
+          "decode replicas too, they replace the replicas above: the router picks one per request, and at the first "
+          "token the prompt's KV moves to a decode replica.",
+          brief="Only compute prompts; the router sends requests here."),
+    Entry("fleet.decode_replicas", "Decode replicas", "Serving mode: replicas that only write answers, one token a "
+          "step, taking each prompt's KV from a prefill replica. No prefill ever shares their steps.",
+          brief="Only write answers; each takes the least loaded's share."),
+    Entry("fleet.handoff", "Handoff", "The link a prompt's KV crosses from its prefill replica to its decode replica; "
+          "its speed is the transfer figure's.",
+          brief="The link a prompt's KV crosses to its decode replica."),
+    Entry("fleet.queue_order", "Queue order", "Which waiting request a replica starts next: the one that came first, "
+          "or the one whose prompt its cache holds most of (SGLang's order).",
+          brief="First come first served, or most cached first."),
+    Entry("fleet.queue_guard_s", "Starvation guard", "Longest prefix first: a request that has waited this long goes "
+          "ahead of every request that came after it.",
+          brief="After this wait a request goes ahead of later ones."),
+    Entry("slo.ttft_ms", "TTFT target", "The wait for a first token a request should not exceed; the result counts "
+          "the share of requests within it.",
+          brief="Longest acceptable wait for the first token."),
+    Entry("slo.tbt_ms", "TBT target", "The longest pause between two tokens of an answer; an answer that stops for "
+          "longer even once has missed it.",
+          brief="Longest acceptable pause between two tokens."),
+    Entry("roofline.batch", "Decode batch", "Sequences decoding together: one step reads every weight once and does "
+          "one token of arithmetic for each of them.",
+          brief="Sequences sharing one decode step."),
+    Entry("roofline.prefill_tokens", "Prefill", "Tokens computed in one prefill pass over the weights.",
+          brief="Tokens in one prefill."),
     Entry("router_overestimate", "Router's wrong guesses", "With its own memory for a view: the share of the cached "
           "tokens the router counted on that the replica it chose no longer held."),
     Entry("duration_s", "Run length", "Seconds during which new chats arrive; the run ends when the last "

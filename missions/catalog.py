@@ -243,6 +243,22 @@ MISSIONS: tuple[Mission, ...] = (
         trace="conversation_trace.jsonl",  # its first ten minutes
         trace_requests=1750,
     ),
+    Mission(
+        id="split-decode",
+        requires=("fan-out",),
+        title="Answers that freeze mid-sentence",
+        brief=("Serving mode: four replicas, each decoding answers while it prefills new prompts in chunks of "
+               "2,048 tokens. On this GPU such a chunk takes 145 ms, and every answer decoding on that "
+               "replica waits for it. More than half of the answers stop for longer than 100 ms at least once."),
+        lesson=("Prefill wants the GPU's arithmetic and decode its memory bandwidth; on one replica the prefill "
+                "sets the pace of every answer. Replicas that only decode never wait for a prefill, and a few "
+                "that only prefill can feed them: fewer GPUs meet both targets than any co-located fleet."),
+        start=_s(fleet__decode="true", hardware__preset="article_14b_h100"),
+        controls=("fleet.replicas", "fleet.prefill_replicas", "fleet.decode_replicas"),
+        goal=(at_least("ttft_slo_met", 0.99), at_least("tbt_slo_met", 0.99)),
+        two_stars=(at_most("gpus", 5),),
+        three_stars=(at_most("gpus", 3),),
+    ),
 )
 
 

@@ -6,7 +6,8 @@ every `goal` threshold holds (and no fixed key was changed); one star for
 the goal; a second if every `two_stars` threshold holds too; a third if the
 `three_stars` ones hold as well. Thresholds read `figures(scenario, result)`:
 the result's headline numbers plus the fleet's size (`replicas`,
-`memory_gb` per replica, `fleet_memory_gb` in all).
+`memory_gb` per replica, `fleet_memory_gb` in all, `gpus`: a split
+fleet's prefill and decode replicas) and serving mode's SLO shares.
 
 Pure functions of their arguments, standard library only: the CLI, the
 tests and the page (under Pyodide) all call the same code.
@@ -30,6 +31,10 @@ FIGURES = {  # figure -> (label, how to show a value)
     "replicas": ("replicas", lambda v: f"{v:g}"),
     "memory_gb": ("prefix memory per replica", lambda v: f"{v:g} GB"),
     "fleet_memory_gb": ("prefix memory in the fleet", lambda v: f"{v:g} GB"),
+    "ttft_slo_met": ("requests whose first token came within the TTFT target", lambda v: f"{v * 100:.1f}%"),
+    "tbt_slo_met": ("answers that never waited longer than the TBT target between tokens",
+                    lambda v: f"{v * 100:.1f}%"),
+    "gpus": ("GPUs", lambda v: f"{v:g}"),
 }
 
 
@@ -41,6 +46,9 @@ def figures(scenario: Scenario, result: Result) -> dict[str, float]:
     data["replicas"] = scenario.fleet.replicas
     data["memory_gb"] = scenario.fleet.memory_gb
     data["fleet_memory_gb"] = scenario.fleet.replicas * scenario.fleet.memory_gb
+    data["ttft_slo_met"] = result.ttft_slo_met or 0.0  # None in lab mode: no target met
+    data["tbt_slo_met"] = result.tbt_slo_met or 0.0
+    data["gpus"] = scenario.gpus  # a split fleet's prefill and decode replicas
     return data
 
 

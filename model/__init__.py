@@ -5,8 +5,8 @@ serving mode (batched decode under one KV budget, on a hardware profile from
 `hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
 of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats,
 `traffic.kind=closed` a fixed population of users who wait for their answers (model/closed.py);
-`scenario_of(name)` builds a named scenario (model/presets.py). The
-explainers (crossover, transfer, money) are pure functions of a profile. Standard library only,
+`scenario_of(name)` builds a named scenario (model/presets.py). The explainers (crossover, transfer,
+money, roofline) are pure functions of a profile. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
 Pyodide, and the same scenario always gives the same result.
 
@@ -51,11 +51,15 @@ from .hindsight import explain
 from .locality import locality_comparison
 from .metrics import Result, percentile
 from .presets import NAMED, scenario_of
+from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
+from .roofline import roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
+from .split import SLO_SHARE, split_compare, split_figures
+from .stall import stall_demo, stall_of
 from .trace import (
     BLOCK_TOKENS,
     MAX_LINE_BYTES,
@@ -84,4 +88,6 @@ __all__ = [
     # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
+    # prefill and decode (model/roofline.py, model/split.py)
+    "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
 ]

@@ -8,13 +8,15 @@ as dotted keys with text values (`Scenario.with_text`, used by the CLI's
 
 The dotted keys are a contract shared with the page URL and the CLI:
 `seed`, `duration_s`, `dynamic_text`, `traffic.*`, `fleet.*`, `router.*`,
-`hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `events`. Unknown keys
+`hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `roofline.*`, `slo.*`, `events`. Unknown keys
 are errors, never ignored. `fleet.decode` picks the mode: false (the default)
 is the seed's lab model, prefill only; true is serving mode
 (`model/serving.py`). `traffic.kind` picks the request source (chat sessions,
 agent runs or a closed population of users); `crossover.*`, `transfer.*` and `money.*` are the inputs of
-the explainers (`model/explainers.py`), which no run reads except
-`transfer.*`'s link speeds when `fleet.fetch` is on.
+the explainers (`model/explainers.py`, `model/roofline.py`), which no run
+reads except `transfer.*`'s link speeds when `fleet.fetch` is on or a
+split fleet hands KV over (`fleet.handoff`); `slo.*` are the targets
+serving mode's results measure against.
 
 Events have a compact text form for URLs and `--set`:
 `timestamp@120`, `surge@60+90` (start 60 s, lasting 90 s), `burst@30+20x3`
@@ -35,6 +37,8 @@ __all__ = [
     "DYNAMIC_TEXT",
     "EVENT_KINDS",
     "FETCH_TIERS",
+    "HANDOFF_TIERS",
+    "QUEUE_ORDERS",
     "KEYS",
     "TOKENS_PER_GB",
     "TRAFFIC_KINDS",
@@ -43,6 +47,8 @@ __all__ = [
     "Fleet",
     "Hardware",
     "Money",
+    "Roofline",
+    "Slo",
     "Routing",
     "Scenario",
     "ScenarioError",
@@ -60,6 +66,8 @@ __all__ = [
 TOKENS_PER_GB = 8192
 TRAFFIC_KINDS = ("chat", "agent", "closed")
 FETCH_TIERS = ("off", "rdma", "nvme", "host")
+HANDOFF_TIERS = ("rdma", "host", "nvme")
+QUEUE_ORDERS = ("fcfs", "longest_prefix_first")
 DYNAMIC_TEXT = ("none", "top", "bottom")
 EVENT_KINDS = ("timestamp", "surge", "burst")
 MAX_EVENTS = 24
@@ -237,6 +245,23 @@ class Fleet(_Section):
     # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
+    # serving mode: prefill and decode on separate replicas when both are above 0 (else co-located: each
+    # replica does both). The page sets one key at a time, so one of them alone is not an error: it is noted.
+    prefill_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
+                                  doc="serving mode: replicas that only prefill, routed by router.kind; with "
+                                      "decode_replicas they replace fleet.replicas (either 0: co-located)")
+    decode_replicas: int = _spec(0, 0, 64, page=(0, 16, 1),
+                                 doc="serving mode: replicas that only decode, each request going to the least "
+                                     "loaded (either 0: co-located)")
+    handoff: str = _spec("rdma", choices=HANDOFF_TIERS, doc="serving mode, split: the link a prompt's KV crosses "
+                                                            "from its prefill replica to its decode replica "
+                                                            "(transfer.*)")
+    # serving mode: the order a replica admits its waiting requests in
+    queue_order: str = _spec("fcfs", choices=QUEUE_ORDERS, doc="serving mode: admit waiting requests first come "
+                                                               "first served, or longest cached prefix first")
+    queue_guard_s: float = _spec(5.0, 0.0, 3600.0, page=(0, 30, 0.5),
+                                 doc="serving mode, longest_prefix_first: a request waiting this long goes ahead "
+                                     "of any that came after it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +364,31 @@ class Money(_Section):
                                            "money.prompt_tokens")
 
 
+@dataclass(frozen=True, slots=True)
+class Roofline(_Section):
+    """The roofline explainer's inputs: a decode step's batch and a prefill's length."""
+
+    PREFIX: ClassVar[str] = "roofline."
+
+    batch: int = _spec(1, 1, 100_000, page=(1, 512, 1), doc="roofline: sequences in one decode step")
+    prefill_tokens: int = _spec(30_000, 1, 10_000_000, page=(100, 100_000, 100),
+                                doc="roofline: tokens in one prefill")
+
+
+@dataclass(frozen=True, slots=True)
+class Slo(_Section):
+    """Service-level objectives a serving run is measured against: shares of requests that meet each."""
+
+    PREFIX: ClassVar[str] = "slo."
+
+    # The article's replay capped TTFT at 30 s; at this lab's scale every setup meets that, so the default
+    # is tighter (see README, "Prefill and decode").
+    ttft_ms: float = _spec(1000.0, 1.0, 3_600_000.0, page=(100, 30_000, 100),
+                           doc="time to first token a request should get, at most (ms)")
+    tbt_ms: float = _spec(100.0, 1.0, 600_000.0, page=(10, 500, 5),
+                          doc="longest wait between two of a request's tokens, at most (ms)")
+
+
 # Event bounds, declared once: every way in (text, JSON, code) meets them on construction.
 EVENT_MAX_DURATION_S = 7200.0
 BURST_FACTOR = (1.0, 20.0)
@@ -400,11 +450,25 @@ class Scenario:
     crossover: Crossover = field(default_factory=Crossover)
     transfer: Transfer = field(default_factory=Transfer)
     money: Money = field(default_factory=Money)
+    roofline: Roofline = field(default_factory=Roofline)
+    slo: Slo = field(default_factory=Slo)
     events: tuple[Event, ...] = ()
 
     def __post_init__(self) -> None:
         _check_fields(self, "")
         _check(self)
+
+    @property
+    def split(self) -> bool:
+        """Serving mode with prefill and decode on separate replicas (`fleet.prefill_replicas`, `decode_replicas`)."""
+        f = self.fleet
+        return f.decode and f.prefill_replicas > 0 and f.decode_replicas > 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the fleet uses: prefill + decode replicas when split, else `fleet.replicas`."""
+        f = self.fleet
+        return f.prefill_replicas + f.decode_replicas if self.split else f.replicas
 
     # -- in -------------------------------------------------------------
     @classmethod
@@ -446,7 +510,7 @@ class Scenario:
 # -- keys and text --------------------------------------------------------
 
 _SECTIONS = {"traffic": Traffic, "fleet": Fleet, "router": Routing, "hardware": Hardware, "crossover": Crossover,
-             "transfer": Transfer, "money": Money}
+             "transfer": Transfer, "money": Money, "roofline": Roofline, "slo": Slo}
 
 
 def _keys() -> tuple[str, ...]:

@@ -60,6 +60,12 @@ class Run:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
+        if fleet.prefill_replicas or fleet.decode_replicas:
+            self.notes += ("fleet.prefill_replicas and fleet.decode_replicas split serving mode's replicas: lab mode "
+                           "has no decode to split off",)
+        if fleet.queue_order != "fcfs":
+            self.notes += (f"fleet.queue_order={fleet.queue_order} is modelled in serving mode only: lab mode's "
+                           "replicas serve first come first served",)
         # agent runs and closed users send each request when the one before is answered (model/agents.py,
         # model/closed.py); chat is a fixed list
         self.agents = looped_source(scenario, limit) if requests is None else None

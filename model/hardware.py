@@ -109,6 +109,7 @@ class Profile:
     kv_bytes_per_token: float  # 2 × layers × KV heads × head size × bytes per value
     weight_bytes: float  # parameters × bytes per value: read once by every decode step (0: the lab)
     hbm_bytes_per_s: float  # memory bandwidth (0: no decode figures, the lab)
+    peak_flops_per_s: float = 0.0  # peak dense FLOP/s, before utilisation (the roofline's flat part; the lab: its speed)
 
     @property
     def decodes(self) -> bool:
@@ -189,9 +190,9 @@ def build(preset: str, overrides: dict[str, float] | None = None, *, lab_tokens_
     p = PRESETS[preset]._replace(**(overrides or {}))  # type: ignore[arg-type]
     kvb = kv_bytes_per_token(p.layers, p.kv_heads, p.head_dim, p.bytes_per_value)
     if preset == "lab":
-        return Profile(preset, 1.0, lab_tokens_per_s, lab_overhead_s, kvb, 0.0, 0.0)
+        return Profile(preset, 1.0, lab_tokens_per_s, lab_overhead_s, kvb, 0.0, 0.0, lab_tokens_per_s)
     return Profile(preset, FLOPS_PER_PARAM * p.params, p.tflops * 1e12 * p.utilisation, 0.0, kvb,
-                   p.params * p.bytes_per_value, p.hbm_tb_s * 1e12)
+                   p.params * p.bytes_per_value, p.hbm_tb_s * 1e12, p.tflops * 1e12)
 
 
 OVERRIDES = {  # scenario key (hardware.*) -> Preset field, and the factor from the key's unit

@@ -25,6 +25,12 @@ Serving mode's figures (None in lab mode): `e2e` is arrival to last token;
 `stall` a request's longest wait between two of its tokens (a long
 prefill that decodes wait for shows here first); `tokens_per_s` answer
 tokens over the same span as throughput.
+`ttft_slo_met` is the share of requests whose TTFT is at most `slo.ttft_ms`;
+`tbt_slo_met` the share of those with a second token whose every wait
+between two tokens (their `stall`, the longest) is at most `slo.tbt_ms`:
+an answer that freezes once has missed it, however fast the rest came.
+The mean (`tpot`) hides such a freeze: one 2-second stall in 200 tokens
+adds 10 ms to it. Serving mode only; None in lab mode.
 `offered_rps` is requests sent inside the window per second of it;
 `configured_rps` the same for the open-loop schedule the traffic settings
 describe (lab mode sends exactly that; serving mode's sessions wait for
@@ -40,7 +46,7 @@ from typing import Any, NamedTuple
 from .config import Scenario
 
 __all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
-           "ratio"]
+           "ratio", "slo_shares"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -144,11 +150,14 @@ class Result:
     fetched_tokens: int = 0  # prompt tokens replicas moved from a peer instead of recomputing (fleet.fetch)
     fetch_s: float = 0.0  # seconds those moves took (counted in prefill_gpu_s: the replica waits for them)
     request_hit_rate: float | None = None  # share of continuing requests whose replica held their whole prefix
+    ttft_slo_met: float | None = None  # serving mode: share of requests whose TTFT is at most slo.ttft_ms
+    tbt_slo_met: float | None = None  # serving mode: share of requests with a second token whose longest wait
+    # between two tokens (stall) is at most slo.tbt_ms
 
     SUMMARY = ("requests", "hit_rate", "request_hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
                "throughput_rps", "makespan_s", "prefill_gpu_s", "recompute_gpu_s", "router_overestimate", "tpot_p50_ms",
                "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "stall_p50_ms", "stall_p99_ms", "tokens_per_s", "offered_rps",
-               "configured_rps", "rejected", "fetched_tokens", "fetch_s")
+               "configured_rps", "rejected", "fetched_tokens", "fetch_s", "ttft_slo_met", "tbt_slo_met")
 
     def summary(self) -> dict[str, Any]:
         """The headline figures only."""
@@ -201,6 +210,15 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
                                        utilisation=ratio(busy_s[i], horizon), prefill_gpu_s=round(prefill_s[i], 6))
                           for i in range(n)),
     }
+
+
+def slo_shares(records: "list[RequestRecord]", ttft_ms: float, tbt_ms: float) -> tuple[float, float | None]:
+    """(share of records with TTFT <= ttft_ms, share of those with a second token whose longest gap <= tbt_ms;
+    None if none has one)."""
+    met = sum(1 for rec in records if rec.ttft_ms <= ttft_ms)
+    stalls = [rec.stall_ms for rec in records if rec.stall_ms is not None]
+    tbt = ratio(sum(1 for t in stalls if t <= tbt_ms), len(stalls)) if stalls else None
+    return ratio(met, len(records)), tbt
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

@@ -24,6 +24,10 @@ the run's length exactly and the event lands where the first sequence
 ends. A request arriving mid-run cuts it at the next step boundary
 (`Profile.decode_steps_within`; steps are atomic).
 
+Queue order (`fleet.queue_order`): first come first served, or longest
+cached prefix first with a starvation guard (`_longest_prefix_first`).
+Either way the head of the queue blocks the rest.
+
 Memory: `budget` tokens per replica, shared. Running sequences hold their
 prompt's uncached part from admission and, once the prompt is computed
 and put in the tree (locked while they run, shared with anyone who
@@ -130,7 +134,8 @@ class ServingReplica:
                  "on_done", "waiting", "prefilling", "finishing", "n_dec", "ctx_base", "gen_base", "private_prompt",
                  "hold", "steps", "queued_work_s", "todo_tokens", "per_token_s", "evict_at", "last_routed", "t0",
                  "run_steps", "run_kv", "chunks", "with_decodes", "end_s", "epoch", "busy", "busy_s", "prefill_compute_s",
-                 "stalls", "order", "on_first")
+                 "stalls", "order", "on_first", "token_steps", "role", "on_handoff",
+                 "guard_s")
 
     def __init__(self, index: int, profile: Profile, budget: int, cache: bool, chunked: bool, token_budget: int,
                  max_running: int, loop: EventLoop, on_done: Callable[[Seq], None]) -> None:
@@ -173,6 +178,10 @@ class ServingReplica:
         self.stalls = Stalls()
         self.order = itertools.count()  # breaks ties between sequences ending at the same step: first joined first
         self.on_first: Callable[[Seq], None] | None = None  # called with each sequence at its first token, if set
+        self.token_steps: list[float] | None = None  # if a list: the end of every step that made decode tokens
+        self.role = "both"  # "both" (co-located), "prefill" (hands each prompt on) or "decode" (takes them)
+        self.on_handoff: Callable[[Seq, float], None] | None = None  # a prefill replica's: called at each first token
+        self.guard_s: float | None = None  # longest_prefix_first's starvation guard (None: first come first served)
 
     # -- what the router and the charts see ---------------------------------
     def backlog(self, now: float) -> float:
@@ -238,12 +247,22 @@ class ServingReplica:
         first = not self.waiting
         self.waiting.append(seq)
         self.queued_work_s += seq.estimate_s
+        self._wake(now, first)
+        return seq
+
+    def hand_in(self, seq: Seq) -> None:
+        """A decode replica takes a sequence whose prompt another replica computed (its KV has arrived)."""
+        first = not self.waiting
+        self.waiting.append(seq)
+        self._wake(self.loop.now, first)
+
+    def _wake(self, now: float, first: bool) -> None:
+        """Start the replica if idle, or cut its run of decode steps short so a new arrival can join."""
         if self.end_s is None:  # idle: start once every request arriving at this instant is queued
             self.end_s, self.epoch = now, self.epoch + 1
             self.loop.at(now, START, self._start, self.epoch)
         elif first and self.run_steps and self.n_dec + len(self.prefilling) < self.max_running:
             self._cut(now)
-        return seq
 
     def _cut(self, now: float) -> None:
         """End the run of decode steps at the step boundary after `now`, so the next step can admit."""
@@ -291,10 +310,18 @@ class ServingReplica:
 
     def _admit(self, now: float, budget: int, chunks: list[tuple[Seq, int]]) -> None:
         """Admit waiting requests in order while the budget, `max_running` and memory allow."""
+        if self.guard_s is not None and len(self.waiting) > 1:
+            self._longest_prefix_first(now)
         tree, waiting = self.tree, self.waiting
         while waiting and budget > 0 and self.n_dec + len(self.prefilling) < self.max_running:
             seq = waiting[0]
             r = seq.request
+            if self.role == "decode":  # its prompt's KV arrived: into the tree (a prefix held already is shared)
+                self._admit_decode(seq)
+                if seq.lock is None:
+                    return  # it waits for memory, and the ones behind it too
+                budget -= 1
+                continue
             lock, _, matched = tree.find(r.keys) if self.cache else (tree.root, 0, 0)
             tree.lock(lock)  # the root, with the cache off: no-op
             todo = max(1, r.prompt_tokens - matched)  # the last prompt token is always computed
@@ -315,6 +342,42 @@ class ServingReplica:
             chunks.append((seq, take))
             budget -= take
 
+    def _longest_prefix_first(self, now: float) -> None:
+        """Reorder the queue (after SGLang's longest-prefix-first): requests that have waited `guard_s` or more
+        first, in arrival order; then the rest by the most tokens the tree holds of their prompt now, ties
+        in arrival order. The head still blocks the rest, so no request that came later is admitted before
+        one that has waited out the guard."""
+        waiting = sorted(self.waiting, key=lambda s: s.request.id)  # ids are given in arrival order
+        overdue = [s for s in waiting if now - s.request.arrival_s >= self.guard_s]  # type: ignore[operator]
+        rest = [s for s in waiting if now - s.request.arrival_s < self.guard_s]  # type: ignore[operator]
+        peek = self.tree.peek
+        rest.sort(key=lambda s: -peek(s.request.keys))  # a stable sort: equal matches keep arrival order
+        self.waiting = deque(overdue + rest)
+
+    def _admit_decode(self, seq: Seq) -> None:
+        """A decode replica admits a handed-over sequence if memory allows (`seq.lock` set), as if its prompt
+        had just been computed here: the prompt joins the tree, locked while it runs, and it starts decoding."""
+        tree, r = self.tree, seq.request
+        lock, _, matched = tree.find(r.keys) if self.cache else (tree.root, 0, 0)
+        tree.lock(lock)
+        new = r.prompt_tokens - matched
+        if tree.locked_tokens + self.hold + new + r.answer_tokens > self.budget:
+            tree.unlock(lock)
+            return
+        self.waiting.popleft()
+        seq.lock, seq.uncached = lock, new
+        self.hold += r.answer_tokens
+        if self.cache:
+            self._fit(self.private_prompt + self.gen_base + self.n_dec * self.steps)
+            node, _ = tree.insert(r.keys, r.sizes)
+            tree.lock(node)
+            tree.unlock(lock)
+            seq.lock = node
+        else:
+            self.hold += new
+            self.private_prompt += new
+        self._decode(seq)
+
     # -- step ends ----------------------------------------------------------------
     def _step_end(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -326,10 +389,14 @@ class ServingReplica:
             tail = profile.decode_step_s(kv + batch * (n - 1)) if n > 1 else 0.0  # the last step reads the most
             self.stalls.add(self.t0 + profile.decode_step_s(kv), tail, now)
             self.steps += n
+            if self.token_steps is not None:
+                self.token_steps += [self.t0 + profile.decode_steps_s(k, batch, kv) for k in range(1, n + 1)]
         else:
             if self.with_decodes:
                 self.stalls.add(now, 0.0, now)
                 self.steps += 1
+                if self.token_steps is not None:
+                    self.token_steps.append(now)
             self._fit(self.private_prompt + self.gen_base + self.n_dec * self.steps)
             for seq, take in self.chunks:
                 seq.todo -= take
@@ -357,12 +424,26 @@ class ServingReplica:
             self.tree.lock(node)
             self.tree.unlock(seq.lock)  # type: ignore[arg-type]
             seq.lock = node
-        seq.join, seq.segment = self.steps, len(self.stalls.first_end)
         if self.on_first is not None:
             self.on_first(seq)
         if r.answer_tokens == 1:
             self._answer_done(seq, now, decoding=False)
             return
+        if self.on_handoff is not None:  # a prefill replica: free what it held and send the KV on
+            self.hold -= r.answer_tokens
+            self.tree.unlock(seq.lock)  # type: ignore[arg-type]
+            if not self.cache:
+                self.private_prompt -= seq.uncached
+                self.hold -= seq.uncached
+            seq.lock = None
+            self.on_handoff(seq, now)
+            return
+        self._decode(seq)
+
+    def _decode(self, seq: Seq) -> None:
+        """The sequence makes a token in every step from the next one on, until its answer is out."""
+        r = seq.request
+        seq.join, seq.segment = self.steps, len(self.stalls.first_end)
         self.n_dec += 1
         self.ctx_base += r.prompt_tokens + 1 - seq.join
         self.gen_base += 1 - seq.join

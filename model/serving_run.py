@@ -16,9 +16,10 @@ from collections.abc import Iterable, Sequence
 from .closed import looped_source
 from .config import Scenario
 from .dispatch import Dispatcher, held_elsewhere
+from .explainers import fetch_s, link_bytes_per_s
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio, slo_shares
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
 from .traffic import Request
@@ -30,7 +31,8 @@ class ServingRun:
     """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
 
     __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
-                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream", "agents")
+                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream", "agents",
+                 "fleet", "decoders", "link", "handoff_s", "incoming")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -49,14 +51,39 @@ class ServingRun:
         self._stream = requests is not None and not isinstance(requests, Sequence)  # a trace being read
         self.loop = EventLoop()
         budget = self.profile.tokens_in(fleet.memory_gb)
+        split = scenario.split
+        if not split and (fleet.prefill_replicas or fleet.decode_replicas):
+            self.notes += (f"fleet.prefill_replicas={fleet.prefill_replicas} and fleet.decode_replicas="
+                           f"{fleet.decode_replicas}: a split needs both above 0, so the replicas are co-located",)
+        routed = fleet.prefill_replicas if split else fleet.replicas
         self.replicas = [ServingReplica(i, self.profile, budget, fleet.cache, fleet.chunked_prefill, fleet.token_budget,
-                                        fleet.max_running, self.loop, self._done) for i in range(fleet.replicas)]
+                                        fleet.max_running, self.loop, self._done) for i in range(routed)]
+        # the split (fleet.prefill_replicas, fleet.decode_replicas): decode replicas take no routed requests; each
+        # gets whole prompts' KV over the fleet.handoff link
+        self.decoders = [ServingReplica(routed + j, self.profile, budget, fleet.cache, fleet.chunked_prefill,
+                                        fleet.token_budget, fleet.max_running, self.loop, self._done)
+                         for j in range(fleet.decode_replicas if split else 0)]
+        self.fleet = self.replicas + self.decoders  # every replica, in index order
+        self.link = link_bytes_per_s(scenario.transfer, fleet.handoff) if split else None
+        self.handoff_s = 0.0  # seconds of KV transfer from prefill to decode replicas, summed over requests
+        self.incoming = [0] * len(self.decoders)  # [decode replica]: handoffs on their way to it
+        if split:
+            for r in self.replicas:
+                r.role, r.on_handoff = "prefill", self._handoff
+            for d in self.decoders:
+                d.role = "decode"
+            self.notes += (f"split: {routed} prefill and {len(self.decoders)} decode replicas (fleet.replicas="
+                           f"{fleet.replicas} is not used); KV handed over by {fleet.handoff}",)
+            scenario = scenario.with_values({"fleet.replicas": routed})  # the router sees the prefill replicas
+        if fleet.queue_order == "longest_prefix_first":  # the routed replicas only: a decode replica's queue is
+            for r in self.replicas:  # handed-over sequences with nothing left to match
+                r.guard_s = fleet.queue_guard_s
         self.dispatch = Dispatcher(scenario, force)
         self.served: list[Seq] = []
         self.rejected: list[Request] = []
         self.sent = 0  # requests sent so far: the next one's id
         self.bin_s = scenario.duration_s / BINS
-        n = len(self.replicas)
+        n = len(self.fleet)
         self.backlog: list[list[float]] = [[] for _ in range(n)]  # [replica][bin], at bin end
         self.running: list[list[int]] = [[] for _ in range(n)]
         self.cached: list[list[int]] = [[] for _ in range(n)]
@@ -111,6 +138,20 @@ class ServingRun:
         else:
             seq.held_elsewhere = held
 
+    def _handoff(self, seq: Seq, now: float) -> None:
+        """A prompt is computed on a prefill replica: send its KV to the decode replica with the least load."""
+        base = len(self.replicas)  # decode replica j is self.fleet[base + j]
+        j = min(range(len(self.decoders)), key=lambda j: (self.decoders[j].in_flight() + self.incoming[j],
+                                                            self.decoders[j].hold, j))
+        seconds = fetch_s(self.profile, seq.request.prompt_tokens, self.link)  # type: ignore[arg-type]
+        self.handoff_s += seconds
+        self.incoming[j] += 1
+        self.loop.at(now + seconds, ARRIVE, self._handed, base + j, seq)
+
+    def _handed(self, index: int, seq: Seq) -> None:
+        self.incoming[index - len(self.replicas)] -= 1
+        self.fleet[index].hand_in(seq)
+
     def _first(self, seq: Seq) -> None:
         self.agents.first_token(seq.request)  # type: ignore[union-attr]
 
@@ -128,7 +169,7 @@ class ServingRun:
 
     def _sample(self, b: int) -> None:
         now = self.loop.now
-        for r in self.replicas:
+        for r in self.fleet:
             running, cached = r.kv_split(now)
             self.backlog[r.index].append(round(r.backlog(now), 4))
             self.running[r.index].append(running)
@@ -138,7 +179,7 @@ class ServingRun:
 
 
 def _measure(run: ServingRun) -> Result:
-    scenario, replicas, profile = run.scenario, run.replicas, run.profile
+    scenario, replicas, profile = run.scenario, run.fleet, run.profile
     if any(r.waiting or r.prefilling or r.n_dec for r in replicas):
         raise RuntimeError("the run ended with requests still on a replica")
     served = sorted(run.served, key=lambda s: s.request.id)
@@ -174,6 +215,7 @@ def _measure(run: ServingRun) -> Result:
     nominal = run.source.nominal_s() if run.source is not None else [rec.arrival_s for rec in records]
     if run.agents is not None:
         nominal = run.agents.nominal_s()
+    ttft_met, tbt_met = slo_shares(records, scenario.slo.ttft_ms, scenario.slo.tbt_ms)
     return Result(
         scenario=scenario,
         **headline(records, [rep.busy_s for rep in replicas], [rep.prefill_compute_s for rep in replicas], horizon),
@@ -197,6 +239,8 @@ def _measure(run: ServingRun) -> Result:
         hardware=profile.preset,
         kv_budget_tokens=replicas[0].budget,
         notes=run.notes,
+        ttft_slo_met=ttft_met,
+        tbt_slo_met=tbt_met,
     )
 
 
@@ -231,7 +275,7 @@ def _series(run: ServingRun, records: list[RequestRecord], nominal: list[float])
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
         requests=tuple(len(recs) for recs in by_bin),
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
-        replica_load=tuple(tuple(bin_busy([(a, b) for a, b in r.busy], bin_s)) for r in run.replicas),
+        replica_load=tuple(tuple(bin_busy([(a, b) for a, b in r.busy], bin_s)) for r in run.fleet),
         replica_backlog_s=tuple(tuple(row) for row in run.backlog),
         kv_running_tokens=tuple(tuple(row) for row in run.running),
         kv_cached_tokens=tuple(tuple(row) for row in run.cached),

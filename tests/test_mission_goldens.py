@@ -26,6 +26,7 @@ GOLDEN = {
     "warm-or-idle": "45f5d0e3c8dcccd0fcec419e7b6f5799ed6a225e0002b61cf61904a76b9d6dce",
     "fan-out": "b6970e58e82d874b68e33ba59d37699f5415f9040906fcbe7dd1916666ac265b",
     "real-traffic": "493d62432653f89619edca59be4bb321032b701c3c29b02f0acdfec4a4695c6f",
+    "split-decode": "f14f2b5397ce29c7b2620c81a85bf8bf5fb45c4d8da6768e9e196e66225b6553",
 }
 
 

@@ -27,6 +27,8 @@ SOLUTIONS = {
     "warm-or-idle": ({"router.kind": "cost"}, {"router.kind": "cost", "fleet.fetch": "rdma", "fleet.replicas": "5"}),
     "fan-out": ({"router.kind": "cost"}, {"traffic.agent_warm_first": "true", "fleet.replicas": "3"}),
     "real-traffic": ({"router.kind": "cache_aware"}, {"router.kind": "cache_aware", "fleet.replicas": "4"}),
+    "split-decode": ({"fleet.prefill_replicas": "3", "fleet.decode_replicas": "3"},
+                     {"fleet.prefill_replicas": "1", "fleet.decode_replicas": "2"}),
 }
 
 
@@ -126,7 +128,8 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
         ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
         ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)),
-        ("warm-or-idle", ("stale-router",)), ("fan-out", ("warm-or-idle",)), ("real-traffic", ("round-robin",))]
+        ("warm-or-idle", ("stale-router",)), ("fan-out", ("warm-or-idle",)), ("real-traffic", ("round-robin",)),
+        ("split-decode", ("fan-out",))]
     check_catalog()
 
 

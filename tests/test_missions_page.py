@@ -225,9 +225,11 @@ def test_every_mission_is_playable_from_the_page_and_progress_survives_a_reload(
     assert "mission=stale-router" in page.evaluate("location.hash") and verdict(page) == (3, True)
     assert [listed_stars(page, n, t) for n, t in ((1, "Nothing is remembered"), (5, "A surge of new tenants"),
                                                    (8, "Monday morning"))] == [3, 1, 3]
-    # every mission of this walk is passed, so only the article's second one (after its first) is still locked
+    # every mission of this walk is passed, so only the article's second one (after its first) and the split
+    # (after that one) are still locked
     locked = page.locator("button.mission.locked")
-    assert locked.count() == 1 and re.match(r"^locked: 12\. Eight calls", locked.get_attribute("aria-label"))
+    assert locked.count() == 2 and re.match(r"^locked: 12\. Eight calls", locked.nth(0).get_attribute("aria-label"))
+    assert re.match(r"^locked: 14\. Answers that freeze", locked.nth(1).get_attribute("aria-label"))
     assert LATER not in page.locator("#missions").inner_html()
 
     # -- resetting asks first ----------------------------------------------------------------------------------

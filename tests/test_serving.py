@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "6bff9e6631cf92d13429689c04fbc63ec41d3c7396ab6e89b616572fcd358509",
-    "burst_tight_memory": "795176eb9062cdfc58253d4756015398eb9c0fae5e2d8c6e817df10f0f2ff6b8",
-    "default": "abf4d753ed57d70959dbcea099d5f56bbb3d61c0a40c630e8f7d955818168c8c",
-    "prefill_first": "64f3e64e4b5338d2f4e04747886b70a33aa7265727706dd28f448e197c04ab4a",
+    "a100_surge": "b756ac77c31a6143ab4c3194ee1d257f0c9a4366362ba9b521253d767c72cece",
+    "burst_tight_memory": "da358e13dd2680a56c62d2151f1b9e8019c7b25032b91ecee8600ae826a16462",
+    "default": "6e49bb168fe7573a7358f81e0930edb0762af52dda35b324dd83510bcec52f41",
+    "prefill_first": "ea7bf284cc302769190280106f8c31d8b69df210c7c0625f84dfa24082f4e14d",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "dbfec7a7a1756bb37d5ea60f20f13f717e1948e8db356ba69fa2e0e25c6e33e2",
-    "surge_and_burst": "ebd57c8c8f6f51e68349a4be7f0da0e60c5ba3a8410a33456ea31eb1700b6059",
+    "default": "35b02238cb9df676a70f877c86f01f7bde64d334df32bf95ba12ada4e60c6de4",
+    "surge_and_burst": "92f43779147fd54027fbc12e99f2143842219a10a6e614a8295e78835d7fc12d",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
