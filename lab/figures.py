@@ -49,7 +49,7 @@ __all__ = ["ARTICLE_FIGURES", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLE
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
-NOT_SIMULATED = ("crossover.", "money.", "transfer.prompt_tokens", "transfer.cached_tokens")
+NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
 
 
 class Context(NamedTuple):
@@ -352,6 +352,36 @@ def _gpu_caption(c: Context) -> str:
             f"${recompute:,.0f} of it recomputing prefixes another replica held.")
 
 
+def _roofline(c: Context) -> dict[str, Any]:
+    from model.roofline import roofline_of
+    return roofline_of(c.scenario)
+
+
+def _roofline_data(c: Context) -> dict[str, dict]:
+    """The roof (attainable TFLOP/s against FLOPs per byte read), the ridge, and the prefill and decode points."""
+    r = _roofline(c)
+    points = [r["prefill"], r["decode"]]
+    return {
+        "src:roofline": {"data": {"intensity": r["series"]["flops_per_byte"], "tflops": r["series"]["attainable_tflops"]}},
+        "src:roofline_points": {"data": {
+            "intensity": [p["flops_per_byte"] for p in points], "tflops": [p["attainable_tflops"] for p in points],
+            "what": [f"prefill of {r['prefill']['tokens']:,} tokens", f"decode step, batch {r['decode']['tokens']}"],
+            "share": [round(p["peak_share"] * 100, 2) for p in points], "color": [PALETTE[1], PALETTE[0]]}},
+        "src:roofline_ridge": {"data": {"x": [r["ridge_flops_per_byte"]] * 2,
+                                        "y": [min(r["series"]["attainable_tflops"]), r["peak_tflops"]]}},
+    }
+
+
+def _roofline_caption(c: Context) -> str:
+    r = _roofline(c)
+    return (f"The GPU's ridge is at {r['ridge_flops_per_byte']:,.0f} FLOPs per byte read ({r['peak_tflops']:,.0f} TFLOP/s "
+            f"over {r['hbm_tb_s']:g} TB/s): below it the GPU waits on memory, above it on arithmetic. A prefill of "
+            f"{r['prefill']['tokens']:,} tokens does {r['prefill']['flops_per_byte']:,.0f} FLOPs a byte and can use "
+            f"{r['prefill_peak_share']:.0%} of the peak; a decode step at batch {r['decode']['tokens']} does "
+            f"{r['decode']['flops_per_byte']:,.1f} and reaches {r['decode_peak_share']:.2%}. It takes a batch of "
+            f"{r['tokens_to_ridge']:,} to reach the ridge.{_profile_note(c.scenario)}")
+
+
 @functools.cache
 def _locality() -> dict[str, Any]:
     return locality_comparison()
@@ -409,6 +439,8 @@ ARTICLE_FIGURES = (
            controls=("money.calls", "money.gap_s", "money.lifetime_s")),
     Figure("gpu", "What the fleet's GPU time costs", _gpu_data, _gpu_caption, reads=("money.",),
            controls=("money.gpu_usd_per_hour",)),
+    Figure("roofline", "Prefill and decode on one roofline", _roofline_data, _roofline_caption,
+           reads=("roofline.", "hardware."), fleet=False, controls=("roofline.prefill_tokens", "roofline.batch")),
     Figure("locality", "A published measurement, reproduced", _locality_data, _locality_caption, fleet=False,
            constant=True),
 )

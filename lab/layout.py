@@ -351,7 +351,19 @@ def _locality(sources: dict[str, ColumnDataSource]) -> Any:
     return f
 
 
-ARTICLE_DRAW = {"locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
+def _roofline(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Attainable TFLOP/s against arithmetic intensity", "fig:roofline", height=260, x_axis_type="log",
+               y_axis_type="log", x_axis_label="FLOPs per byte read", y_axis_label="TFLOP/s")
+    f.line("intensity", "tflops", source=sources["src:roofline"], line_width=2, color="#444444", legend_label="the roof")
+    f.line("x", "y", source=sources["src:roofline_ridge"], line_dash="dashed", color="#888888", legend_label="ridge")
+    f.scatter("intensity", "tflops", source=sources["src:roofline_points"], size=11, color="color", line_color="white")
+    f.add_tools(HoverTool(tooltips=[("", "@what"), ("FLOPs a byte", "@intensity{0,0.0}"), ("TFLOP/s", "@tflops{0,0.0}"),
+                                    ("of the peak", "@share{0.00}%")], renderers=[f.renderers[-1]]))
+    _legend_above(f)
+    return f
+
+
+ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
 
 
 def _apply_widget_values(column: pn.Column, view: dict) -> None:

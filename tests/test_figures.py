@@ -185,3 +185,22 @@ def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figure
     assert "src:locality" not in view.handle(request())["patches"]["bokeh"]  # the worker never sends it again
     alone = view.handle(request(embed={"figure": "locality"}))
     assert not any(alone["patches"]["bokeh"][c.box_name]["visible"] for c in CONTROLS)  # nothing to set
+
+
+def test_the_roofline_figure_is_the_models_and_moves_with_the_gpu_without_rerunning_the_fleet(monkeypatch):
+    from model.roofline import roofline_of
+    s = Scenario()
+    points = data("roofline", s)["src:roofline_points"]["data"]
+    r = roofline_of(s)
+    assert points["intensity"] == [r["prefill"]["flops_per_byte"], r["decode"]["flops_per_byte"]]
+    assert data("roofline", s)["src:roofline_ridge"]["data"]["x"][0] == pytest.approx(295, abs=1)
+    assert "0.34%" in caption("roofline", s)
+    a100 = Scenario().with_text({"hardware.preset": "llama8b_a100"})
+    assert data("roofline", a100)["src:roofline_ridge"]["data"]["x"][0] == pytest.approx(153, abs=1)
+    view._RUNS.clear()
+    runs = []
+    monkeypatch.setattr(view, "simulate", lambda sc, limit=None: runs.append(sc) or simulate(sc, limit=limit))
+    first = view.handle(request())
+    moved = view.handle(request(first["hash"], controls={"ctl:roofline.batch": 64}))
+    bokeh = moved["patches"]["bokeh"]
+    assert len(runs) == 1 and bokeh["src:roofline_points"] != first["patches"]["bokeh"]["src:roofline_points"]
