@@ -3,7 +3,9 @@
 // lab.view.handle_json. Nothing is fetched from any other origin; no package is
 // installed from an index (the wheel is unpacked, not resolved).
 
+// The build renames the Pyodide folder by its content hash and writes that name here (both lines).
 import { loadPyodide } from "./pyodide/pyodide.mjs";
+const PYODIDE = "./pyodide/";
 
 let view = null;
 let booting = null;
@@ -18,7 +20,7 @@ function failure(err, phase) {
 
 async function boot(wheelUrl) {
   const t0 = performance.now();
-  const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
+  const pyodide = await loadPyodide({ indexURL: new URL(PYODIDE, import.meta.url).href });
   const response = await fetch(wheelUrl);
   if (!response.ok) throw new Error(`could not fetch ${wheelUrl}: HTTP ${response.status}`);
   pyodide.unpackArchive(await response.arrayBuffer(), "wheel");
