@@ -45,6 +45,7 @@ import zipfile
 from pathlib import Path
 
 from .assets import hash_file, hash_folder
+from .snapshot import SnapshotError, write_snapshot
 from .stdlib import StdlibError, write_stdlib
 
 __all__ = ["BuildError", "build_site", "inline_script_hashes", "site_is_current", "source_stamp"]
@@ -58,7 +59,7 @@ HAND_WRITTEN = ("bridge.js", "worker.js", "lab.css", "favicon.svg")  # boot.js i
 # The BokehJS bundles the pages load: the widgets need bokeh-widgets, and Panel's own bundle will not
 # start without bokeh-tables; nothing draws with WebGL, so bokeh-gl (0.2 MB sent) is left out.
 BOKEH_BUNDLES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
-COMPRESS = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".wasm", ".zip", ".whl")
+COMPRESS = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".wasm", ".zip", ".whl", ".bin")
 WHEEL_DATE = (2020, 1, 1, 0, 0, 0)  # fixed: the same sources give the same wheel bytes
 BUILD_MARK = ".build-"  # a build of `site` lives in the sibling folder `site.build-XXXXXXXX`
 PAGES = ("index.html", "embed.html")
@@ -92,7 +93,7 @@ def version() -> str:
 def _sources() -> list[Path]:
     files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
     files += [STATIC / name for name in sorted(os.listdir(STATIC))]
-    return files + [ROOT / "scripts" / "pyc_stdlib.mjs"]
+    return files + [ROOT / "scripts" / "pyc_stdlib.mjs", ROOT / "scripts" / "snapshot.mjs"]
 
 
 def source_stamp() -> str:
@@ -182,13 +183,14 @@ def _fill(folder: Path, pyodide: Path) -> None:
     _copy_bokeh_panel(folder)
     for name in HAND_WRITTEN:
         _copy(STATIC / name, folder / name)
-    assets = _hash_assets(folder, wheel)
+    assets, snapshot = _hash_assets(folder, wheel, stdlib["kind"] == "pyc")
     _write_pages(folder, assets)
     _precompress(folder)
     files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]
              for path in sorted(folder.rglob("*")) if path.is_file()}
     (folder / "build.json").write_text(json.dumps({
         "stamp": source_stamp(), "version": version(), "wheel": assets["wheel"], "assets": assets, "stdlib": stdlib,
+        "snapshot": snapshot,
         "pyodide": json.loads((pyodide / "package.json").read_text())["version"],
         "inline_scripts": {name: inline_script_hashes((folder / name).read_text(encoding="utf-8"))
                            for name in PAGES},
@@ -352,25 +354,47 @@ def _write_pages(out: Path, assets: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _hash_assets(folder: Path, wheel: str) -> dict[str, str]:
-    """Give every asset its content-hashed name (lab/assets.py), leaves first; return {plain name: hashed name}.
+def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[str, str], dict]:
+    """Give every asset its content-hashed name (lab/assets.py), leaves first; make the snapshot on the way.
 
-    The worker names the Pyodide folder and the bridge names the worker, so each is
-    hashed after the name it holds is written into it; the pages come last (_write_pages).
+    The snapshot is stamped with the wheel's hashed name and writes a zip into the
+    Pyodide folder, so it comes between the two; the worker names the Pyodide folder
+    and the snapshot and the bridge names the worker, so each is hashed after the names
+    it holds are written into it. The pages come last (_write_pages). Returns
+    ({plain name: hashed name}, what build.json records of the snapshot).
     """
-    names = {"wheel": hash_file(folder / wheel).relative_to(folder).as_posix(),
-             "pyodide/": hash_folder(folder / "pyodide").name + "/",
-             "static/": hash_folder(folder / "static").name + "/",
-             "lab.css": hash_file(folder / "lab.css").name}
+    names = {"wheel": hash_file(folder / wheel).relative_to(folder).as_posix()}
+    snapshot = _write_snapshot(folder, folder / names["wheel"]) if with_snapshot else \
+        {"kind": "none", "reason": "no precompiled standard library"}
+    names["pyodide/"] = hash_folder(folder / "pyodide").name + "/"
+    names["static/"] = hash_folder(folder / "static").name + "/"
+    names["lab.css"] = hash_file(folder / "lab.css").name
+    renames = {'"./pyodide/': f'"./{names["pyodide/"]}'}
+    if snapshot["kind"] == "snapshot":
+        names["snapshot"] = hash_file(folder / "snapshot.bin").name
+        os.replace(folder / "snapshot.bin.gz", folder / (names["snapshot"] + ".gz"))
+        renames["const SNAPSHOT = null;"] = f'const SNAPSHOT = "./{names["snapshot"]}";'
     worker = folder / "worker.js"
-    worker.write_text(_rename_in(worker.read_text(encoding="utf-8"), "worker.js",
-                                 {'"./pyodide/': f'"./{names["pyodide/"]}'}, times=2), encoding="utf-8")
+    text = _rename_in(worker.read_text(encoding="utf-8"), "worker.js", {'"./pyodide/': renames.pop('"./pyodide/')},
+                      times=2)
+    worker.write_text(_rename_in(text, "worker.js", renames), encoding="utf-8")
     names["worker.js"] = hash_file(worker).name
     bridge = folder / "bridge.js"
     bridge.write_text(_rename_in(bridge.read_text(encoding="utf-8"), "bridge.js",
                                  {'"./worker.js"': f'"./{names["worker.js"]}"'}), encoding="utf-8")
     names["bridge.js"] = hash_file(bridge).name
-    return names
+    return names, snapshot
+
+
+def _write_snapshot(folder: Path, wheel: Path) -> dict:
+    """The worker's memory snapshot (lab/snapshot.py) as `snapshot.bin`; none if it cannot be made."""
+    try:
+        return {"kind": "snapshot", **write_snapshot(folder / "pyodide", wheel, folder / "snapshot.bin")}
+    except SnapshotError as exc:
+        import sys
+
+        print(f"prefix-lab build: {exc}; the page will boot Pyodide without a snapshot (slower)", file=sys.stderr)
+        return {"kind": "none", "reason": str(exc)}
 
 
 def _rename_in(text: str, filename: str, renames: dict[str, str], times: int | None = None) -> str:
@@ -446,8 +470,9 @@ def _check_local(filename: str, text: str) -> None:
 
 def _precompress(out: Path) -> None:
     for path in sorted(out.rglob("*")):
-        if path.is_file() and path.suffix in COMPRESS and path.stat().st_size > 1024:
+        twin = path.with_name(path.name + ".gz")
+        if path.is_file() and path.suffix in COMPRESS and path.stat().st_size > 1024 and not twin.exists():
             data = path.read_bytes()
             packed = gzip.compress(data, compresslevel=9, mtime=0)
             if len(packed) < len(data) * 0.9:
-                path.with_name(path.name + ".gz").write_bytes(packed)
+                twin.write_bytes(packed)

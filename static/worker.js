@@ -2,13 +2,26 @@
 // pure-Python wheel (model, missions, lab view code) and answers view requests with
 // lab.view.handle_json. Nothing is fetched from any other origin; no package is
 // installed from an index (the wheel is unpacked, not resolved).
+//
+// Two ways to boot. With a memory snapshot (made by the build, lab/snapshot.py), Pyodide
+// restores an interpreter that has already imported the view code: well under a second.
+// Without one, or when restoring fails for any reason (the file missing or damaged, made
+// for another wheel, more heap than Pyodide allows), it boots normally. Either way the
+// wheel is unpacked, so anything imported later is found. `self.prefixLabBoot` says which
+// way it went and why (read by tests and bench/bench_page.py).
 
-// The build renames the Pyodide folder by its content hash and writes that name here (both lines).
+// The build renames the Pyodide folder by its content hash and writes that name here (both
+// lines), and the snapshot's name in place of null.
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 const PYODIDE = "./pyodide/";
+const SNAPSHOT = null;
+const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot was made with
+const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
 let view = null;
 let booting = null;
+let restoring = null;  // while a restore is tried: rejects it (Pyodide reports some failures only as warnings)
+self.prefixLabBoot = { route: null, fallback: null, restoreMs: null };
 
 // One readable line for the page (a Python error's last line, clipped); the whole text for the console.
 function failure(err, phase) {
@@ -18,20 +31,56 @@ function failure(err, phase) {
   return { type: "error", phase, message, detail };
 }
 
+async function restore(indexURL, wheelUrl) {
+  const t0 = performance.now();
+  const response = await fetch(new URL(SNAPSHOT, import.meta.url));
+  if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const pyodide = await new Promise((resolve, reject) => {
+    restoring = reject;
+    setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS);
+    loadPyodide({ indexURL, stdLibURL: indexURL + REST_ZIP, _loadSnapshot: bytes }).then(resolve, reject);
+  }).finally(() => { restoring = null; });
+  delete pyodide._api.config._loadSnapshot;  // Pyodide would keep the 30 MB alive
+  const made = pyodide.globals.get("PREFIX_LAB_STAMP");
+  const want = new URL(wheelUrl).pathname.split("/").pop();
+  if (made !== want) throw new Error(`the snapshot was made for ${made ?? "no wheel"}, the page loads ${want}`);
+  self.prefixLabBoot.restoreMs = performance.now() - t0;
+  return pyodide;
+}
+
 async function boot(wheelUrl) {
   const t0 = performance.now();
-  const pyodide = await loadPyodide({ indexURL: new URL(PYODIDE, import.meta.url).href });
-  const response = await fetch(wheelUrl);
+  const indexURL = new URL(PYODIDE, import.meta.url).href;
+  const wheel = fetch(wheelUrl);
+  wheel.catch(() => {});  // awaited below; a failure there is the boot's
+  let pyodide = null;
+  if (SNAPSHOT) {
+    try {
+      pyodide = await restore(indexURL, wheelUrl);
+      self.prefixLabBoot.route = "snapshot";
+    } catch (err) {
+      self.prefixLabBoot.fallback = String(err?.message ?? err).split("\n")[0].slice(0, 200);
+      console.info("prefix-lab worker: booting without the snapshot:", self.prefixLabBoot.fallback);
+    }
+  }
+  if (!pyodide) {
+    pyodide = await loadPyodide({ indexURL });
+    self.prefixLabBoot.route = "normal";
+  }
+  const response = await wheel;
   if (!response.ok) throw new Error(`could not fetch ${wheelUrl}: HTTP ${response.status}`);
   pyodide.unpackArchive(await response.arrayBuffer(), "wheel");
   view = pyodide.pyimport("lab.view");
-  postMessage({ type: "ready", bootMs: performance.now() - t0 });
+  postMessage({ type: "ready", bootMs: performance.now() - t0, route: self.prefixLabBoot.route });
 }
 
 // Pyodide loses some failures while it boots (a wasm that is missing, cut or of the wrong type ends
-// in a rejected promise nobody awaits): while booting, any of them is the boot's failure.
+// in a rejected promise nobody awaits): while booting, any of them is the boot's failure (while
+// restoring a snapshot, the restore's, and a normal boot follows).
 self.addEventListener("unhandledrejection", (event) => {
-  if (!view) postMessage(failure(event.reason, "boot"));
+  if (restoring) restoring(event.reason);
+  else if (!view) postMessage(failure(event.reason, "boot"));
 });
 
 // A wasm file that is cut short or served with the wrong type does not even reject: Pyodide logs
@@ -40,7 +89,9 @@ const warn = console.warn;
 console.warn = (...args) => {
   warn(...args);
   if (!view && String(args[0]).includes("wasm instantiation failed")) {
-    postMessage(failure(new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type"), "boot"));
+    const err = new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
+    if (restoring) restoring(err);
+    else postMessage(failure(err, "boot"));
   }
 };
 
