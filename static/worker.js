@@ -11,10 +11,11 @@
 // way it went and why (read by tests and bench/bench_page.py).
 
 // The build renames the Pyodide folder by its content hash and writes that name here (both
-// lines), and the snapshot's name in place of null.
+// lines), and the snapshot's name and size in place of null.
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 const PYODIDE = "./pyodide/";
 const SNAPSHOT = null;
+const SNAPSHOT_BYTES = null;
 const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot was made with
 const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
@@ -36,6 +37,14 @@ async function restore(indexURL, wheelUrl) {
   const response = await fetch(new URL(SNAPSHOT, import.meta.url));
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
   const bytes = new Uint8Array(await response.arrayBuffer());
+  // Only the exact bytes the build made are restored: Pyodide fails on others in ways a normal boot in the
+  // same worker may not survive (a heap bigger than its 30 MiB). The name holds the start of their sha256
+  // (crypto.subtle exists only in secure contexts: on a room's plain-http address the size is checked alone).
+  if (bytes.length !== SNAPSHOT_BYTES) throw new Error(`the snapshot is damaged (${bytes.length} bytes, not ${SNAPSHOT_BYTES})`);
+  if (self.crypto?.subtle) {
+    const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+    if (!SNAPSHOT.includes(`.${digest.slice(0, 16)}.`)) throw new Error("the snapshot is damaged (its sha256 is not its name's)");
+  }
   const pyodide = await new Promise((resolve, reject) => {
     restoring = reject;
     setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS);
