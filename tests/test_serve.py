@@ -139,7 +139,7 @@ def test_a_site_with_a_cut_or_missing_file_is_not_current(server, tmp_path):
     copy = tmp_path / "site"
     shutil.copytree(server["site"], copy)
     assert build.site_is_current(copy)
-    wasm = copy / "pyodide" / "pyodide.asm.wasm"
+    wasm = copy / asset(copy, "pyodide/pyodide.asm.wasm")
     whole = wasm.read_bytes()
     wasm.write_bytes(whole[: len(whole) // 2])
     assert not build.site_is_current(copy)  # cut
@@ -147,7 +147,7 @@ def test_a_site_with_a_cut_or_missing_file_is_not_current(server, tmp_path):
     assert not build.site_is_current(copy)  # same size, one bit changed
     wasm.write_bytes(whole)
     assert build.site_is_current(copy)
-    (copy / "pyodide" / "pyodide.asm.wasm.gz").unlink()
+    wasm.with_name(wasm.name + ".gz").unlink()
     assert not build.site_is_current(copy)  # the twin browsers are sent
 
 
