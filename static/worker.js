@@ -22,7 +22,9 @@ const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has fa
 let view = null;
 let booting = null;
 let restoring = null;  // while a restore is tried: rejects it (Pyodide reports some failures only as warnings)
-self.prefixLabBoot = { route: null, fallback: null, restoreMs: null };
+// route: "snapshot" or "normal"; fallback: why the snapshot was not used; restoreMs: fetch + check + restore,
+// of which fetchMs (download and gunzip) and checkMs (size and sha256).
+self.prefixLabBoot = { route: null, fallback: null, restoreMs: null, fetchMs: null, checkMs: null };
 
 // One readable line for the page (a Python error's last line, clipped); the whole text for the console.
 function failure(err, phase) {
@@ -37,6 +39,7 @@ async function restore(indexURL, wheelUrl) {
   const response = await fetch(new URL(SNAPSHOT, import.meta.url));
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
   const bytes = new Uint8Array(await response.arrayBuffer());
+  self.prefixLabBoot.fetchMs = performance.now() - t0;
   // Only the exact bytes the build made are restored: Pyodide fails on others in ways a normal boot in the
   // same worker may not survive (a heap bigger than its 30 MiB). The name holds the start of their sha256
   // (crypto.subtle exists only in secure contexts: on a room's plain-http address the size is checked alone).
@@ -45,6 +48,7 @@ async function restore(indexURL, wheelUrl) {
     const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
     if (!SNAPSHOT.includes(`.${digest.slice(0, 16)}.`)) throw new Error("the snapshot is damaged (its sha256 is not its name's)");
   }
+  self.prefixLabBoot.checkMs = performance.now() - t0 - self.prefixLabBoot.fetchMs;
   const pyodide = await new Promise((resolve, reject) => {
     restoring = reject;
     setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS);

@@ -84,3 +84,31 @@ def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_sam
     assert boot["route"] == "normal" and boot["fallback"], boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)
+
+
+@pytest.mark.parametrize("route", ["snapshot", "normal"])
+def test_every_figure_and_mission_computes_on_the_shipped_standard_library(page, server, route):
+    """The standard library is trimmed to what the build saw the page import (and, restored from the snapshot,
+    to what it had not imported yet): every figure, every mission's start, serving mode and a bad link run on it
+    without an error, on either boot."""
+    from lab.figures import embed_figures
+    from missions import MISSIONS
+
+    if route == "normal":
+        page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort())
+    page.add_init_script("window.__views = 0; document.addEventListener('prefix-lab:view', () => window.__views++);")
+    page.goto(server["url"] + "embed.html?figure=" + ",".join(embed_figures()) + "#unlock=all")
+    assert booted(page)["route"] == route
+
+    def answered(change):
+        views = page.evaluate(f"() => {{ const n = window.__views; {change}; return n; }}")
+        page.wait_for_function(f"window.__views > {views} && {READY}", timeout=60_000)
+
+    for mission in MISSIONS:
+        answered(f"window.prefixLab.action({{type: 'select_mission', mission: {json.dumps(mission.id)}}})")
+        assert f"mission={mission.id}" in page.evaluate("location.hash"), mission.id
+    for fragment in ("fleet.decode=true&router.kind=cache_aware&events=burst@60+30x3",
+                     "traffic.kind=agent&traffic.agent_fanout=8&router.kind=cache_aware",
+                     "fleet.replicas=zz&nonsense=1"):
+        answered(f"location.hash = {json.dumps(fragment)}")
+    assert "nonsense" in page.locator("#notices").inner_text()
