@@ -27,7 +27,7 @@ from playwright.async_api import async_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.browser import find_browser, serve_site  # noqa: E402
+from lab.browser import CHROMIUM_FLAGS, find_browser, serve_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 
@@ -61,9 +61,9 @@ async def load(context, url: str, counter: Counter, reload: bool = False, page=N
     return page, time.perf_counter() - started
 
 
-async def room(url: str, people: int, at_once: int, no_snapshot: bool) -> None:
+async def room(url: str, people: int, at_once: int, no_snapshot: bool, chromium: str | None) -> None:
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=find_browser())
+        browser = await p.chromium.launch(headless=True, executable_path=chromium, args=CHROMIUM_FLAGS)
         gate = asyncio.Semaphore(at_once)
         counters = [Counter() for _ in range(people)]
         times: list[float] = []
@@ -110,9 +110,10 @@ def main() -> None:
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     args = parser.parse_args()
     site = args.site or Path(tempfile.mkdtemp(prefix="prefix-lab-bench-")) / "site"
+    chromium = find_browser()  # before the event loop: it asks Playwright's synchronous API
     proc, url = serve_site(site)
     try:
-        asyncio.run(room(url, args.people, args.at_once, args.no_snapshot))
+        asyncio.run(room(url, args.people, args.at_once, args.no_snapshot, chromium))
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -29,8 +29,8 @@ def booted(page):
 
 def same_numbers_as_the_cli(page):
     assert metrics(page) == expected_metrics()
-    views = page.evaluate("() => { const n = window.prefixLab.timings.changes.length; location.hash = %s; return n; }"
-                          % json.dumps(SETUP))
+    views = page.evaluate("hash => { const n = window.prefixLab.timings.changes.length; location.hash = hash; return n; }",
+                          SETUP)
     page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
     assert metrics(page) == expected_metrics(*SETUP.split("&"))
 
