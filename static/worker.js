@@ -5,8 +5,9 @@
 //
 // Two ways to boot. With a memory snapshot (made by the build, lab/snapshot.py), Pyodide
 // restores an interpreter that has already imported the view code: well under a second.
-// Without one, or when restoring fails for any reason (the file missing or damaged, made
-// for another wheel, more heap than Pyodide allows), it boots normally. Either way the
+// Without one, or when the snapshot cannot be used (the file missing or damaged, made for
+// another wheel, a restore that throws or hangs), it boots normally; a wasm that cannot be
+// loaded fails the boot either way, as a normal boot would fail on it too. Either way the
 // wheel is unpacked, so anything imported later is found. `self.prefixLabBoot` says which
 // way it went and why (read by tests and bench/bench_page.py).
 
@@ -50,7 +51,7 @@ async function restore(indexURL, wheelUrl) {
   }
   self.prefixLabBoot.checkMs = performance.now() - t0 - self.prefixLabBoot.fetchMs;
   const pyodide = await new Promise((resolve, reject) => {
-    restoring = reject;
+    restoring = (reason) => reject({ wasm: reason });  // the wasm's fault, not the snapshot's: see boot()
     setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS);
     loadPyodide({ indexURL, stdLibURL: indexURL + REST_ZIP, _loadSnapshot: bytes }).then(resolve, reject);
   }).finally(() => { restoring = null; });
@@ -73,6 +74,7 @@ async function boot(wheelUrl) {
       pyodide = await restore(indexURL, wheelUrl);
       self.prefixLabBoot.route = "snapshot";
     } catch (err) {
+      if (err?.wasm !== undefined) throw err.wasm;  // a normal boot would fail the same way: say so now
       self.prefixLabBoot.fallback = String(err?.message ?? err).split("\n")[0].slice(0, 200);
       console.info("prefix-lab worker: booting without the snapshot:", self.prefixLabBoot.fallback);
     }
@@ -89,8 +91,8 @@ async function boot(wheelUrl) {
 }
 
 // Pyodide loses some failures while it boots (a wasm that is missing, cut or of the wrong type ends
-// in a rejected promise nobody awaits): while booting, any of them is the boot's failure (while
-// restoring a snapshot, the restore's, and a normal boot follows).
+// in a rejected promise nobody awaits): while booting, any of them is the boot's failure. While a
+// snapshot is restored too: they come from the wasm, which a normal boot would load the same way.
 self.addEventListener("unhandledrejection", (event) => {
   if (restoring) restoring(event.reason);
   else if (!view) postMessage(failure(event.reason, "boot"));
