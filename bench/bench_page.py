@@ -1,18 +1,25 @@
-"""How the lab page loads and responds, in headless Chromium against `prefix-lab serve`.
+"""How the lab page loads and responds, in headless Chromium against `prefix-lab serve`; each figure beside its target.
 
     python bench/bench_page.py [--loads N] [--changes N] [--site DIR]
 
-Cold load (a fresh browser context each time, so nothing is cached):
-bytes transferred (compressed, as sent), time to the first numbers on screen
-(first contentful paint: the headline is in the HTML), time until the charts
-are drawn, and time until `data-lab` is `ready` (the simulator can compute).
-Then `--changes` control changes, one at a time, each written into a widget
-the way a person's input would be: the time from the change to the updated
-charts (patches applied and a frame painted). Goals on the two-core machine:
-first numbers under 1 s, ready under 5 s, control-to-chart p95 under 150 ms.
+Cold loads (a fresh browser context each time, so nothing is cached), with the
+build's memory snapshot and again with the snapshot request aborted (the
+worker's normal boot from the precompiled standard library), and a bare
+`loadPyodide` of the same Pyodide with its stock standard library in a module
+worker (the yardstick of issue 18's first goal). For each: bytes transferred
+(compressed, as sent), time to the first numbers on screen (first contentful
+paint: the headline is in the HTML), to the charts drawn, and to `data-lab`
+`ready` (the simulator has computed the URL's setup).
+
+Then control changes, one at a time, each written into a widget the way a
+person's input would be: the time from the change to the redrawn charts
+(patches applied and a frame painted), for the default setup and for 16
+cache-aware replicas at 8 sessions a second; and a slider drag (live values
+at 60 a second for three seconds): how many times a second the charts follow.
 """
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -25,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.browser import launch, serve_site  # noqa: E402
+from lab.build import pyodide_dir  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 # (model tag, value) pairs cycled through by the change benchmark: replicas, router, cache, rate.
@@ -32,34 +40,68 @@ CHANGES = [("ctl:fleet.replicas", "value", v) for v in (2, 6, 3, 8, 5)] + \
           [("ctl:router.kind", "value", v) for v in ("cache_aware", "round_robin", "consistent_hash", "least_loaded")] + \
           [("ctl:fleet.cache", "active", v) for v in (False, True)] + \
           [("ctl:traffic.session_rate", "value", v) for v in (1.5, 3, 2)]
+BIG = "fleet.replicas=16&router.kind=cache_aware&traffic.session_rate=8"  # issue 18's fourth goal
+BIG_CHANGES = [("ctl:traffic.session_rate", "value", v) for v in (7.5, 8, 8.5, 8)] + \
+              [("ctl:fleet.memory_gb", "value", v) for v in (8, 4)]
 
 
-def cold_load(browser, url: str) -> dict:
+def cold_load(browser, url: str, snapshot: bool = True) -> dict:
     context = browser.new_context()
+    if not snapshot:
+        context.route("**/snapshot.*.bin", lambda route: route.abort())
     page = context.new_page()
     sizes = []
     page.on("requestfinished", lambda r: sizes.append(r))
     page.goto(url)
     page.wait_for_function(READY, timeout=120_000)
     timings = page.evaluate("window.prefixLab.timings")
+    boot = page.workers[0].evaluate("self.prefixLabBoot || {}") if page.workers else {}
     transferred = 0
     for request in sizes:
         s = request.sizes()
         transferred += s["responseBodySize"] + s["responseHeadersSize"]
     context.close()
     return {"bytes": transferred, "requests": len(sizes), "first": timings["firstNumbers"],
-            "charts": timings["chartsDrawn"], "ready": timings["ready"], "boot": timings["bootMs"]}
+            "charts": timings["chartsDrawn"], "ready": timings["ready"], "boot": timings["bootMs"],
+            "route": boot.get("route") or "normal", "restore": boot.get("restoreMs"), "fetch": boot.get("fetchMs"),
+            "check": boot.get("checkMs")}
 
 
-def change_latencies(browser, url: str, n: int) -> list[list[float]]:
-    """[total ms, of which Python compute ms in the worker] for each change."""
+def bare_pyodide(browser, url: str, site: Path) -> float:
+    """ms for `loadPyodide` alone (stock standard library, .py sources) in a module worker from the site's origin."""
+    folder = json.loads((site / "build.json").read_text()).get("assets", {}).get("pyodide/", "pyodide/")
+    stock = (pyodide_dir() / "python_stdlib.zip").read_bytes()
+    context = browser.new_context()
+    context.route("**/stock_stdlib.zip", lambda r: r.fulfill(status=200, content_type="application/zip", body=stock))
+    page = context.new_page()
+    page.goto(url + "build.json")  # a same-origin document with the site's CSP; nothing of the page runs
+    ms = page.evaluate("""async ([folder]) => {
+        const index = new URL(folder, location.href).href;
+        const code = `const t0 = performance.now();
+            const { loadPyodide } = await import("${index}pyodide.mjs");
+            await loadPyodide({ indexURL: "${index}", stdLibURL: "${index}stock_stdlib.zip" });
+            postMessage(performance.now() - t0);`;
+        const worker = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })), { type: "module" });
+        return await new Promise((resolve, reject) => { worker.onmessage = (e) => resolve(e.data); worker.onerror = reject; });
+    }""", [folder])
+    context.close()
+    return ms
+
+
+def _ready_page(browser, url: str, fragment: str = ""):
     context = browser.new_context()
     page = context.new_page()
-    page.goto(url)
+    page.goto(url + ("#" + fragment if fragment else ""))
     page.wait_for_function(READY, timeout=120_000)
+    return context, page
+
+
+def change_latencies(browser, url: str, n: int, fragment: str = "", changes=CHANGES) -> list[list[float]]:
+    """[total ms, of which Python compute ms in the worker] for each change."""
+    context, page = _ready_page(browser, url, fragment)
     out = []
     for i in range(n):
-        tag, prop, value = CHANGES[i % len(CHANGES)]
+        tag, prop, value = changes[i % len(changes)]
         before = page.evaluate("window.prefixLab.timings.changes.length")
         page.evaluate("""([tag, prop, value]) => {
             const doc = Bokeh.documents[0];
@@ -74,9 +116,31 @@ def change_latencies(browser, url: str, n: int) -> list[list[float]]:
     return out
 
 
+def drag_rate(browser, url: str, seconds: float = 3.0) -> float:
+    """Chart updates a second while a replicas slider is dragged: a live value every frame, as a handle reports it."""
+    context, page = _ready_page(browser, url)
+    rate = page.evaluate("""async (seconds) => {
+        const before = window.prefixLab.timings.changes.length;
+        const t0 = performance.now();
+        let i = 0;
+        while (performance.now() - t0 < seconds * 1000) {
+            window.prefixLab.changed("ctl:fleet.replicas", 2 + (i++ % 15), "value", true);
+            await new Promise((resolve) => requestAnimationFrame(resolve));
+        }
+        return (window.prefixLab.timings.changes.length - before) / ((performance.now() - t0) / 1000);
+    }""", seconds)
+    context.close()
+    return rate
+
+
+def p95(values: list[float]) -> float:
+    values = sorted(values)
+    return values[max(0, int(round(0.95 * len(values))) - 1)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loads", type=int, default=3, help="cold loads (default 3)")
+    parser.add_argument("--loads", type=int, default=3, help="cold loads of each kind (default 3)")
     parser.add_argument("--changes", type=int, default=50, help="control changes (default 50)")
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     args = parser.parse_args()
@@ -85,20 +149,47 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = launch(p)
-            loads = [cold_load(browser, url) for _ in range(args.loads)]
-            print(f"cold load, median of {args.loads}:")
-            for key, label, unit in (("bytes", "transferred", "bytes"), ("requests", "requests", ""),
-                                     ("first", "first numbers on screen", "ms"), ("charts", "charts drawn", "ms"),
-                                     ("boot", "Pyodide + wheel boot (worker)", "ms"), ("ready", "ready", "ms")):
-                value = statistics.median(load[key] for load in loads)
-                shown = f"{value / 1e6:.2f} MB" if key == "bytes" else f"{value:.0f} {unit}".strip()
-                print(f"  {label:32s} {shown}")
-            pairs = change_latencies(browser, url, args.changes)
-            print(f"control change to updated charts, {len(pairs)} changes:")
-            for label, values in (("total", [t for t, _ in pairs]), ("Python in the worker", [c for _, c in pairs])):
-                values.sort()
-                p95 = values[max(0, int(round(0.95 * len(values))) - 1)]
-                print(f"  {label:22s} median {statistics.median(values):.0f} ms, p95 {p95:.0f} ms, max {values[-1]:.0f} ms")
+            snap, plain, bare = [], [], []
+            for _ in range(args.loads):  # interleaved, so that the machine's moods fall on all three alike
+                snap.append(cold_load(browser, url))
+                plain.append(cold_load(browser, url, snapshot=False))
+                bare.append(bare_pyodide(browser, url, site.resolve()))
+            bare_ms = statistics.median(bare)
+            med = {key: statistics.median(load[key] for load in snap) for key in ("bytes", "first", "charts", "ready", "boot")}
+            med_plain = {key: statistics.median(load[key] for load in plain) for key in ("bytes", "first", "ready", "boot")}
+            routes = ", ".join(sorted({load["route"] for load in snap}))
+            restored = [load for load in snap if load["restore"]]
+
+            def part(key: str) -> float:
+                return statistics.median(load[key] for load in restored) if restored else float("nan")
+
+            print(f"cold load, median of {args.loads}, with the snapshot (worker booted by: {routes}):")
+            print(f"  transferred               {med['bytes'] / 1e6:6.2f} MB   target: under 11 MB")
+            print(f"  requests                  {statistics.median(load['requests'] for load in snap):6.0f}")
+            print(f"  first numbers on screen   {med['first']:6.0f} ms   target: not after the snapshot-less "
+                  f"load's ({med_plain['first']:.0f} ms)")
+            print(f"  charts drawn              {med['charts']:6.0f} ms")
+            print(f"  worker boot               {med['boot']:6.0f} ms   (of which the snapshot: fetched and unzipped "
+                  f"{part('fetch'):.0f} ms, size and sha256 checked {part('check'):.0f} ms, restored "
+                  f"{part('restore') - part('fetch') - part('check'):.0f} ms)")
+            print(f"  ready                     {med['ready']:6.0f} ms   target: under 1500 ms, and at most 35% of a "
+                  f"bare loadPyodide: {100 * med['ready'] / bare_ms:.0f}%")
+            print(f"cold load, median of {args.loads}, snapshot refused (normal boot, precompiled trimmed stdlib):")
+            print(f"  transferred               {med_plain['bytes'] / 1e6:6.2f} MB")
+            print(f"  worker boot               {med_plain['boot']:6.0f} ms")
+            print(f"  ready                     {med_plain['ready']:6.0f} ms   ({100 * med_plain['ready'] / bare_ms:.0f}% "
+                  "of a bare loadPyodide)")
+            print(f"bare loadPyodide (stock .py stdlib, module worker), median of {args.loads}: {bare_ms:.0f} ms")
+            for title, fragment, changes, target in (
+                    ("default setup", "", CHANGES, 50),
+                    ("16 cache-aware replicas, 8 sessions/s", BIG, BIG_CHANGES, 150)):
+                pairs = change_latencies(browser, url, args.changes, fragment, changes)
+                total, compute = [t for t, _ in pairs], [c for _, c in pairs]
+                print(f"control change to redrawn charts, {title}, {len(pairs)} changes:")
+                print(f"  total                   median {statistics.median(total):4.0f} ms, p95 {p95(total):4.0f} ms, "
+                      f"max {max(total):4.0f} ms   target: p95 under {target} ms")
+                print(f"  Python in the worker    median {statistics.median(compute):4.0f} ms, p95 {p95(compute):4.0f} ms")
+            print(f"slider drag: the charts follow {drag_rate(browser, url):.1f} times a second   target: 10 or more")
             browser.close()
     finally:
         proc.terminate()

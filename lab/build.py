@@ -4,13 +4,19 @@ The site holds everything the browser needs, so it works offline and from
 any static server:
 
     index.html, embed.html   the pages (Panel layout, default numbers baked in)
-    bridge.js, worker.js, lab.css, favicon.svg   hand-written, from static/
-    static/js/               BokehJS, from the installed bokeh package
-    static/extensions/panel/ Panel's JS and CSS, from the installed panel package
-    pyodide/                 the Pyodide core, from node_modules (package-lock.json)
+    bridge.*.js, worker.*.js, lab.*.css, favicon.svg   hand-written, from static/
+    static-*/js/             BokehJS (the bundles the page loads), from the installed bokeh package
+    static-*/extensions/panel/ Panel's JS and CSS, from the installed panel package
+    pyodide-*/               the Pyodide core, from node_modules (package-lock.json), with
+                             a standard library trimmed to what the page imports and
+                             precompiled to .pyc (lab/stdlib.py)
     wheels/                  this project's pure-Python wheel (model, missions, lab)
     build.json               what was built from what, every file's size and sha256,
-                             and the sha256 of each page's inline scripts (for the CSP)
+                             the sha256 of each page's inline scripts (for the CSP),
+                             and `assets`: each asset's hashed name
+The `*` is a content hash (lab/assets.py): every name but the pages',
+build.json's and the favicon's changes when its content does, so a server
+can let browsers keep those files for good.
 
 Every text file and the wasm also get a gzip twin (`.gz`) for the server.
 Panel points some stylesheets at its CDN; the build rewrites those to the
@@ -39,6 +45,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from .assets import hash_file, hash_folder
+from .snapshot import SnapshotError, write_snapshot
+from .stdlib import StdlibError, write_stdlib
+
 __all__ = ["BuildError", "build_site", "inline_script_hashes", "site_is_current", "source_stamp"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project folder (a clone)
@@ -47,7 +57,10 @@ PACKAGES = ("model", "missions", "lab")
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json",
                  "package.json")
 HAND_WRITTEN = ("bridge.js", "worker.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
-COMPRESS = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".wasm", ".zip", ".whl")
+# The BokehJS bundles the pages load: the widgets need bokeh-widgets, and Panel's own bundle will not
+# start without bokeh-tables; nothing draws with WebGL, so bokeh-gl (0.2 MB sent) is left out.
+BOKEH_BUNDLES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
+COMPRESS = (".html", ".js", ".mjs", ".css", ".json", ".svg", ".wasm", ".zip", ".whl", ".bin")
 WHEEL_DATE = (2020, 1, 1, 0, 0, 0)  # fixed: the same sources give the same wheel bytes
 BUILD_MARK = ".build-"  # a build of `site` lives in the sibling folder `site.build-XXXXXXXX`
 PAGES = ("index.html", "embed.html")
@@ -81,7 +94,7 @@ def version() -> str:
 def _sources() -> list[Path]:
     files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
     files += [STATIC / name for name in sorted(os.listdir(STATIC))]
-    return files
+    return files + [ROOT / "scripts" / "pyc_stdlib.mjs", ROOT / "scripts" / "snapshot.mjs"]
 
 
 def source_stamp() -> str:
@@ -167,18 +180,21 @@ def _fill(folder: Path, pyodide: Path) -> None:
     for name in PYODIDE_FILES:
         if (pyodide / name).is_file():
             _copy(pyodide / name, folder / "pyodide" / name)
+    stdlib = _write_stdlib(folder / "pyodide" / "python_stdlib.zip", pyodide, folder / wheel)
     _copy_bokeh_panel(folder)
     for name in HAND_WRITTEN:
         _copy(STATIC / name, folder / name)
-    _write_pages(folder, wheel)
-    from .tracemission import write_slices  # the traffic of missions on public traces, when they are beside us
+    assets, snapshot = _hash_assets(folder, wheel, stdlib["kind"] == "pyc")
+    _write_pages(folder, assets)
+    from .tracemission import write_slices  # missions' traffic from public traces: a fixed name, never hashed
     for note in write_slices(folder):
         print(f"prefix-lab build: {note}", file=sys.stderr)
     _precompress(folder)
     files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]
              for path in sorted(folder.rglob("*")) if path.is_file()}
     (folder / "build.json").write_text(json.dumps({
-        "stamp": source_stamp(), "version": version(), "wheel": wheel,
+        "stamp": source_stamp(), "version": version(), "wheel": assets["wheel"], "assets": assets, "stdlib": stdlib,
+        "snapshot": snapshot,
         "pyodide": json.loads((pyodide / "package.json").read_text())["version"],
         "inline_scripts": {name: inline_script_hashes((folder / name).read_text(encoding="utf-8"))
                            for name in PAGES},
@@ -284,7 +300,7 @@ def _copy_bokeh_panel(out: Path) -> None:
     import panel
 
     bokeh_js = Path(bokeh.__file__).parent / "server" / "static" / "js"
-    for name in ("bokeh.min.js", "bokeh-gl.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js"):
+    for name in BOKEH_BUNDLES:
         _copy(bokeh_js / name, out / "static" / "js" / name)
     dist = Path(panel.__file__).parent / "dist"
     target = out / "static" / "extensions" / "panel"
@@ -293,7 +309,7 @@ def _copy_bokeh_panel(out: Path) -> None:
     shutil.copytree(dist / "bundled" / "theme", target / "bundled" / "theme")
 
 
-def _write_pages(out: Path, wheel: str) -> None:
+def _write_pages(out: Path, assets: dict[str, str]) -> None:
     import panel
     from bokeh.resources import Resources
 
@@ -329,14 +345,100 @@ def _write_pages(out: Path, wheel: str) -> None:
         template = make(view)
         for key, value in variables.items():
             template.add_variable(key, value)
-        template.add_variable("wheel", wheel)
-        template.add_variable("boot_script", (STATIC / "boot.js").read_text(encoding="utf-8"))
+        template.add_variable("wheel", assets["wheel"])
+        boot = _rename_in((STATIC / "boot.js").read_text(encoding="utf-8"), "boot.js",
+                          {'"worker.js"': f'"{assets["worker.js"]}"'})
+        template.add_variable("boot_script", boot)
         path = out / filename
         template.save(str(path), resources=Resources(mode="server", root_url="./"))
         text = path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/")
-        text = _defer_scripts(_drop_module_shims(text))
+        text = _defer_scripts(_drop_module_shims(_drop_unused_bundles(text)))
+        text = _rename_in(text, filename, {
+            '"./static/': f'"./{assets["static/"]}', '"static/extensions/': f'"{assets["static/"]}extensions/',
+            'src="bridge.js"': f'src="{assets["bridge.js"]}"', 'href="lab.css"': f'href="{assets["lab.css"]}"'})
         _check_local(filename, text)
+        _check_bundles(filename, text, out)
         path.write_text(text, encoding="utf-8")
+
+
+def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[str, str], dict]:
+    """Give every asset its content-hashed name (lab/assets.py), leaves first; make the snapshot on the way.
+
+    The snapshot is stamped with the wheel's hashed name and writes a zip into the
+    Pyodide folder, so it comes between the two; the worker names the Pyodide folder
+    and the snapshot and the bridge names the worker, so each is hashed after the names
+    it holds are written into it. The pages come last (_write_pages). Returns
+    ({plain name: hashed name}, what build.json records of the snapshot).
+    """
+    names = {"wheel": hash_file(folder / wheel).relative_to(folder).as_posix()}
+    snapshot = _write_snapshot(folder, folder / names["wheel"]) if with_snapshot else \
+        {"kind": "none", "reason": "no precompiled standard library"}
+    names["pyodide/"] = hash_folder(folder / "pyodide").name + "/"
+    names["static/"] = hash_folder(folder / "static").name + "/"
+    names["lab.css"] = hash_file(folder / "lab.css").name
+    renames = {'"./pyodide/': f'"./{names["pyodide/"]}'}
+    if snapshot["kind"] == "snapshot":
+        names["snapshot"] = hash_file(folder / "snapshot.bin").name
+        os.replace(folder / "snapshot.bin.gz", folder / (names["snapshot"] + ".gz"))
+        renames["const SNAPSHOT = null;"] = f'const SNAPSHOT = "./{names["snapshot"]}";'
+        renames["const SNAPSHOT_BYTES = null;"] = f'const SNAPSHOT_BYTES = {snapshot["bytes"]};'
+    worker = folder / "worker.js"
+    text = _rename_in(worker.read_text(encoding="utf-8"), "worker.js", {'"./pyodide/': renames.pop('"./pyodide/')},
+                      times=2)
+    worker.write_text(_rename_in(text, "worker.js", renames), encoding="utf-8")
+    names["worker.js"] = hash_file(worker).name
+    bridge = folder / "bridge.js"
+    bridge.write_text(_rename_in(bridge.read_text(encoding="utf-8"), "bridge.js",
+                                 {'"./worker.js"': f'"./{names["worker.js"]}"'}), encoding="utf-8")
+    names["bridge.js"] = hash_file(bridge).name
+    return names, snapshot
+
+
+def _write_snapshot(folder: Path, wheel: Path) -> dict:
+    """The worker's memory snapshot (lab/snapshot.py) as `snapshot.bin`; none if it cannot be made."""
+    try:
+        return {"kind": "snapshot", **write_snapshot(folder / "pyodide", wheel, folder / "snapshot.bin")}
+    except SnapshotError as exc:
+        print(f"prefix-lab build: {exc}; the page will boot Pyodide without a snapshot (slower)", file=sys.stderr)
+        return {"kind": "none", "reason": str(exc)}
+
+
+def _rename_in(text: str, filename: str, renames: dict[str, str], times: int | None = None) -> str:
+    """Replace each plain name in `text` by its hashed one; fail the build if one is not found (or not `times` times)."""
+    for plain, hashed in renames.items():
+        count = text.count(plain)
+        if count == 0 or (times is not None and count != times):
+            raise BuildError(f"{filename} should name {plain} {times or 'at least once'} time(s), found {count}: "
+                             "the build and the file have drifted apart")
+        text = text.replace(plain, hashed)
+    return text
+
+
+def _check_bundles(filename: str, text: str, out: Path) -> None:
+    """Fail the build if a page loads a script or stylesheet the site does not hold (a bundle left out)."""
+    for ref in re.findall(r"""<(?:script|link)\b[^>]*?(?:src|href)\s*=\s*["']([^"':]+)["']""", text):
+        if not (out / ref.split("?")[0].split("#")[0]).is_file():
+            raise BuildError(f"{filename} loads {ref}, which the site does not hold: add it to the build")
+
+
+def _write_stdlib(target: Path, pyodide: Path, wheel: Path) -> dict:
+    """The trimmed, precompiled standard library in place of Pyodide's (lab/stdlib.py); Pyodide's if that fails."""
+    try:
+        return {"kind": "pyc", **write_stdlib(target, pyodide, wheel)}
+    except StdlibError as exc:
+        import sys
+
+        print(f"prefix-lab build: {exc}; shipping Pyodide's full standard library instead (slower boot)",
+              file=sys.stderr)
+        return {"kind": "full"}
+
+
+def _drop_unused_bundles(text: str) -> str:
+    """Leave out the BokehJS bundles Bokeh lists for every page but this one does not use (see BOKEH_BUNDLES)."""
+    def keep(match: re.Match) -> str:
+        return match.group(0) if match.group(1) in BOKEH_BUNDLES else ""
+
+    return re.sub(r'<script[^>]*src="\./static/js/([\w.-]+)"[^>]*></script>\s*', keep, text)
 
 
 def _defer_scripts(text: str) -> str:
@@ -374,8 +476,9 @@ def _check_local(filename: str, text: str) -> None:
 
 def _precompress(out: Path) -> None:
     for path in sorted(out.rglob("*")):
-        if path.is_file() and path.suffix in COMPRESS and path.stat().st_size > 1024:
+        twin = path.with_name(path.name + ".gz")
+        if path.is_file() and path.suffix in COMPRESS and path.stat().st_size > 1024 and not twin.exists():
             data = path.read_bytes()
             packed = gzip.compress(data, compresslevel=9, mtime=0)
             if len(packed) < len(data) * 0.9:
-                path.with_name(path.name + ".gz").write_bytes(packed)
+                twin.write_bytes(packed)

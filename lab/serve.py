@@ -5,7 +5,8 @@ listings, nothing under a name starting with a dot, no symlink leading out
 (for a gzip twin as for the file itself), `/` serves index.html. Each file
 goes out with its proper type (`.wasm` as application/wasm, `.mjs` as
 JavaScript), an ETag (a 304 when it matches), `Cache-Control: no-cache`
-(revalidate, so a rebuilt site is never stale), and its gzip twin when the
+(revalidate, so a rebuilt site is never stale; a content-hashed name, see
+lab/assets.py, is `max-age=31536000, immutable`), and its gzip twin when the
 browser accepts gzip (`gzip;q=0` refuses it) and the twin is not older than
 the file (a hand-edited file goes out as it is).
 
@@ -43,6 +44,7 @@ import tornado.iostream
 import tornado.netutil
 import tornado.web
 
+from .assets import is_hashed
 from .build import build_site, site_is_current
 
 __all__ = ["Limits", "ServeError", "SiteHandler", "accepts_gzip", "content_security_policy", "make_app",
@@ -206,11 +208,12 @@ class SiteHandler(tornado.web.StaticFileHandler):
         return kind + "; charset=utf-8" if kind.startswith("text/") or kind.endswith("json") else kind
 
     def set_extra_headers(self, path: str) -> None:
-        self.set_header("Cache-Control", "no-cache")
+        page = os.path.relpath(self._plain_path or self.absolute_path or "", self.root).replace(os.sep, "/")
+        # A content-hashed name never changes its bytes (lab/assets.py): kept for good. Anything else is revalidated.
+        self.set_header("Cache-Control", "public, max-age=31536000, immutable" if is_hashed(page) else "no-cache")
         self.set_header("Vary", "Accept-Encoding")
         if self._plain_path is not None:
             self.set_header("Content-Encoding", "gzip")
-        page = os.path.relpath(self._plain_path or self.absolute_path or "", self.root).replace(os.sep, "/")
         if page.endswith(".html"):
             framed = page in EMBEDDABLE
             self.set_header("Content-Security-Policy",

@@ -56,3 +56,15 @@ def canonical(result):
     }
     records = "".join(json.dumps({key: getattr(r, key) for key in LAB_RECORD}) + "\n" for r in result.records)
     return json.dumps(frozen, sort_keys=True) + records
+
+
+def asset(site, name):
+    """The served path of a site file known by its plain name (`worker.js`, `pyodide/pyodide.asm.wasm`):
+    the content-hashed name the build gave it (build.json's `assets`)."""
+    from pathlib import Path
+
+    names = json.loads((Path(site) / "build.json").read_text())["assets"]
+    if name in names:
+        return names[name]
+    folder, _, rest = name.partition("/")
+    return names[folder + "/"] + rest

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import READY, expected_metrics, metrics
+from helpers import asset
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +41,7 @@ def fresh(browser, server):
 
 
 def site_file(server, name):
-    return (Path(server["site"]) / name).read_bytes()
+    return (Path(server["site"]) / asset(server["site"], name)).read_bytes()
 
 
 def status(page):
@@ -75,7 +76,7 @@ def test_broken_files_end_the_boot_with_one_readable_line_and_keep_the_default_n
 
 
 def test_a_page_whose_script_never_arrives_says_so(fresh, server):
-    page = fresh(limits="{bootMs: 3000}", route=only("bridge.js", lambda r: r.abort()))
+    page = fresh(limits="{bootMs: 3000}", route=only(asset(server["site"], "bridge.js"), lambda r: r.abort()))
     page.goto(server["url"])
     page.wait_for_function(ERROR, timeout=30_000)
     assert status(page).startswith("The lab's scripts did not load")
@@ -96,7 +97,7 @@ def test_a_failed_change_does_not_swallow_the_one_queued_behind_it(fresh, server
     fail = ('    await new Promise((resolve) => setTimeout(resolve, 400));\n'
             '    postMessage({ type: "error", phase: "view", id: msg.id, message: "injected", detail: "injected" });\n'
             '    return;')
-    page = fresh(route=only("worker.js", patched_worker(server, fail)))
+    page = fresh(route=only(asset(server["site"], "worker.js"), patched_worker(server, fail)))
     page.goto(server["url"])
     page.wait_for_function(READY, timeout=60_000)
     page.evaluate("""() => {
@@ -109,7 +110,7 @@ def test_a_failed_change_does_not_swallow_the_one_queued_behind_it(fresh, server
 
 def test_a_worker_that_dies_is_replaced_and_the_next_change_works(fresh, server):
     die = "    close();\n    return;"
-    page = fresh(limits="{bootMs: 60000, workMs: 2500, replaceMs: 4000}", route=only("worker.js", patched_worker(server, die)))
+    page = fresh(limits="{bootMs: 60000, workMs: 2500, replaceMs: 4000}", route=only(asset(server["site"], "worker.js"), patched_worker(server, die)))
     page.goto(server["url"] + "#fleet.replicas=3")
     page.wait_for_function(READY, timeout=60_000)
     page.evaluate("location.hash = 'marker=1&fleet.replicas=5'")
@@ -124,7 +125,7 @@ def test_a_worker_that_dies_is_replaced_and_the_next_change_works(fresh, server)
 
 def test_a_newer_change_replaces_a_stuck_computation(fresh, server):
     spin = "    const end = Date.now() + 60_000;\n    while (Date.now() < end) {}"
-    page = fresh(limits="{bootMs: 60000, workMs: 30000, replaceMs: 1000}", route=only("worker.js", patched_worker(server, spin)))
+    page = fresh(limits="{bootMs: 60000, workMs: 30000, replaceMs: 1000}", route=only(asset(server["site"], "worker.js"), patched_worker(server, spin)))
     page.goto(server["url"])
     page.wait_for_function(READY, timeout=60_000)
     page.evaluate("location.hash = 'marker=1'")  # the worker now spins for a minute

@@ -1,6 +1,7 @@
 """`prefix-lab build` and `prefix-lab serve`: what the site holds and how it is served."""
 
 import gzip
+import hashlib
 import http.client
 import json
 import os
@@ -14,6 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 from conftest import READY, expected_metrics, metrics
+from helpers import asset
 
 from lab import build
 from lab.cli import main
@@ -39,30 +41,62 @@ def get(server, path, headers=None):
     ("/pyodide/python_stdlib.zip", "application/zip"),
 ])
 def test_files_go_out_with_their_types(server, path, kind):
-    response, _ = get(server, path)
+    response, _ = get(server, path if path.endswith(("/", ".html")) else "/" + asset(server["site"], path[1:]))
     assert response.status == 200 and response.getheader("Content-Type") == kind
 
 
 def test_gzip_twins_are_served_to_browsers_that_accept_them(server):
-    plain, raw = get(server, "/pyodide/pyodide.asm.wasm", {"Accept-Encoding": "identity"})
-    packed, body = get(server, "/pyodide/pyodide.asm.wasm", {"Accept-Encoding": "gzip, deflate"})
+    wasm = asset(server["site"], "pyodide/pyodide.asm.wasm")
+    plain, raw = get(server, "/" + wasm, {"Accept-Encoding": "identity"})
+    packed, body = get(server, "/" + wasm, {"Accept-Encoding": "gzip, deflate"})
     assert plain.getheader("Content-Encoding") is None
     assert packed.getheader("Content-Encoding") == "gzip" and packed.getheader("Vary") == "Accept-Encoding"
     assert int(packed.getheader("Content-Length")) == len(body) < len(raw) * 0.5
-    assert gzip.decompress(body) == raw == (server["site"] / "pyodide" / "pyodide.asm.wasm").read_bytes()
+    assert gzip.decompress(body) == raw == (server["site"] / wasm).read_bytes()
     assert packed.getheader("ETag") != plain.getheader("ETag")
 
 
 def test_etags_answer_304_and_pages_revalidate(server):
-    first, _ = get(server, "/bridge.js")
-    assert first.getheader("Cache-Control") == "no-cache"
-    again, body = get(server, "/bridge.js", {"If-None-Match": first.getheader("ETag")})
-    assert again.status == 304 and body == b""
+    for path in ("/", "/embed.html", "/build.json", "/favicon.svg"):
+        first, _ = get(server, path)
+        assert first.getheader("Cache-Control") == "no-cache", path
+        again, body = get(server, path, {"If-None-Match": first.getheader("ETag")})
+        assert again.status == 304 and body == b"", path
+
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def test_every_asset_a_page_loads_has_a_content_hashed_name_served_immutable(server):
+    site = server["site"]
+    built = json.loads((site / "build.json").read_text())
+    for plain, hashed in built["assets"].items():  # hashed: the first 16 hex digits of the sha256
+        assert hashed != plain and re.search(r"[.-][0-9a-f]{16}[./]", hashed), (plain, hashed)
+    for name in built["files"]:
+        if name.endswith(".gz"):
+            continue
+        response, body = get(server, "/" + name, {"Accept-Encoding": "gzip"})
+        kept = name.startswith((built["assets"]["pyodide/"], built["assets"]["static/"])) or \
+            name in built["assets"].values()
+        assert response.getheader("Cache-Control") == (IMMUTABLE if kept else "no-cache"), name
+        if kept and "/" not in name:  # a file hashed by itself: its name holds the start of its sha256
+            digest = re.search(r"\.([0-9a-f]{16})\.", name).group(1)
+            assert hashlib.sha256((site / name).read_bytes()).hexdigest().startswith(digest), name
+    for page in ("index.html", "embed.html"):  # everything a page loads from the site is a hashed name
+        text = (site / page).read_text()
+        loads = re.findall(r"""<(?:script|link)\b[^>]*?(?:src|href)\s*=\s*["']([^"']+)["']""", text)
+        assert len(loads) >= 5 and [u for u in loads if not _hashed(u)] == ["favicon.svg"], loads
+
+
+def _hashed(url):
+    from lab.assets import is_hashed
+
+    return is_hashed(url.removeprefix("./").split("?")[0])
 
 
 @pytest.mark.parametrize("path", ["/static/", "/pyodide/", "/wheels/", "/static/js/"])
 def test_no_directory_listings(server, path):
-    response, body = get(server, path)
+    response, body = get(server, "/" + asset(server["site"], path[1:]) if path != "/wheels/" else path)
     assert response.status in (403, 404) and b"pyodide.asm" not in body and b"bokeh.min" not in body
 
 
@@ -80,7 +114,7 @@ def test_pages_load_nothing_from_other_origins(server):
         without_links = re.sub(r"<a\s[^>]*>", "<a>", text)
         assert not re.findall(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", without_links), name
         assert "cdn." not in without_links, name
-        assert 'defer type="text/javascript" src="./static/js/bokeh.min.js"' in text
+        assert f'defer type="text/javascript" src="./{asset(server["site"], "static/js/bokeh.min.js")}"' in text
 
 
 def test_the_wheel_is_pure_python_and_reproducible(server, tmp_path):
@@ -105,7 +139,7 @@ def test_a_site_with_a_cut_or_missing_file_is_not_current(server, tmp_path):
     copy = tmp_path / "site"
     shutil.copytree(server["site"], copy)
     assert build.site_is_current(copy)
-    wasm = copy / "pyodide" / "pyodide.asm.wasm"
+    wasm = copy / asset(copy, "pyodide/pyodide.asm.wasm")
     whole = wasm.read_bytes()
     wasm.write_bytes(whole[: len(whole) // 2])
     assert not build.site_is_current(copy)  # cut
@@ -113,7 +147,7 @@ def test_a_site_with_a_cut_or_missing_file_is_not_current(server, tmp_path):
     assert not build.site_is_current(copy)  # same size, one bit changed
     wasm.write_bytes(whole)
     assert build.site_is_current(copy)
-    (copy / "pyodide" / "pyodide.asm.wasm.gz").unlink()
+    wasm.with_name(wasm.name + ".gz").unlink()
     assert not build.site_is_current(copy)  # the twin browsers are sent
 
 
@@ -152,7 +186,8 @@ def test_rebuilds_while_serving_never_answer_404(server, tmp_path, monkeypatch):
     build.build_site(site)
     from test_server_hostile import running
 
-    paths = ["/", "/embed.html", "/bridge.js", "/lab.css", "/build.json", "/static/js/bokeh-widgets.min.js"]
+    paths = ["/", "/embed.html", "/build.json"] + ["/" + asset(site, name) for name in
+                                                   ("bridge.js", "lab.css", "static/js/bokeh-widgets.min.js")]
     statuses, errors, stop, under_way = [], [], threading.Event(), threading.Event()
 
     def fetch(port):

@@ -1,0 +1,51 @@
+// Where the time of one control change goes under Pyodide (run by bench/profile_pyodide.py):
+// the page's view code answers the requests in REQUESTS_JSON, each timed for five new setups (other
+// seeds) and five repeats, then profiled for a new setup.
+//   node profile_pyodide.mjs PYODIDE_DIR WHEEL REQUESTS_JSON
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const [pyodideDir, wheelPath, requestsPath] = process.argv.slice(2);
+const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).href);
+const pyodide = await loadPyodide({ indexURL: `${pyodideDir}/` });
+pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
+pyodide.globals.set("requests_json", readFileSync(requestsPath, "utf8"));
+try {
+  process.stdout.write(pyodide.runPython(String.raw`
+import cProfile, io, json, pstats, time
+from lab import view
+
+def seeded(request, seed):
+    """The request for another seed: a setup the view has not computed yet (no memo to hit)."""
+    return {**request, "hash": "&".join(filter(None, [request["hash"], f"seed={seed}"]))}
+
+
+def timed(requests):
+    times = []
+    for request in requests:
+        t0 = time.perf_counter()
+        view.handle(request)
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+out = []
+for label, request in json.loads(requests_json):
+    view.handle(request)  # imports, first-use costs
+    new = timed([seeded(request, seed) for seed in range(2, 7)])
+    seen = timed([request] * 5)
+    profile = cProfile.Profile()
+    profile.enable()
+    view.handle(seeded(request, 7))
+    profile.disable()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+    body = text.getvalue()
+    out.append(f"== {label}, Pyodide: a new setup {new:.1f} ms, the same setup again {seen:.1f} ms (medians of 5); "
+               "cProfile of a new setup (its overhead inflates builtins):\n" + body[body.index("ncalls"):])
+"\n".join(out)
+`) + "\n");
+} catch (err) {
+  process.stderr.write(String(err.message ?? err).slice(-3000) + "\n");
+  process.exit(1);
+}

@@ -1,0 +1,67 @@
+"""Where a control change's time goes in the browser's Python: the view code profiled under Pyodide (Node.js).
+
+    python bench/profile_pyodide.py
+
+Times `lab.view.handle` for the default setup, a replicas change, and 16
+cache-aware replicas at 8 sessions a second, in Pyodide (the npm package,
+under Node: the same interpreter as the page's worker) and in CPython, each
+for setups not computed before (other seeds) and for the same setup again,
+then prints cProfile's top functions by own time for a new setup under Pyodide.
+"""
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab.build import _write_wheel, pyodide_dir  # noqa: E402
+from lab.view import handle  # noqa: E402
+
+REQUESTS = [
+    ("default setup", {"hash": ""}),
+    ("replicas 4 -> 6", {"hash": "", "controls": {"ctl:fleet.replicas": 6}}),
+    ("16 cache-aware replicas, 8 sessions/s", {"hash": "fleet.replicas=16&router.kind=cache_aware&traffic.session_rate=8"}),
+]
+
+
+def cpython_ms(requests: list[dict]) -> float:
+    times = []
+    for request in requests:
+        t0 = time.perf_counter()
+        handle(request)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def seeded(request: dict, seed: int) -> dict:
+    return {**request, "hash": "&".join(filter(None, [request["hash"], f"seed={seed}"]))}
+
+
+def main() -> None:
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("profile_pyodide: Node.js is needed (the project's setup installs it with npm)")
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = Path(tmp) / _write_wheel(Path(tmp) / "wheels")
+        requests = Path(tmp) / "requests.json"
+        requests.write_text(json.dumps(REQUESTS))
+        done = subprocess.run([node, str(ROOT / "bench" / "profile_pyodide.mjs"), str(pyodide_dir()), str(wheel),
+                               str(requests)], capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        sys.exit(f"profile_pyodide: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
+    for label, request in REQUESTS:
+        handle(request)
+        new, seen = cpython_ms([seeded(request, s) for s in range(2, 7)]), cpython_ms([request] * 5)
+        print(f"{label}, CPython: a new setup {new:.1f} ms, the same setup again {seen:.1f} ms (medians of 5)")
+    print(done.stdout)
+
+
+if __name__ == "__main__":
+    main()

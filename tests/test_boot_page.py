@@ -1,0 +1,114 @@
+"""How the worker boots: from the build's memory snapshot, or normally when the snapshot cannot be used.
+
+Both ways must reach `ready` with the same numbers as `prefix-lab run`, request nothing from another
+origin (the guarded context aborts and reports any such request, page error or 404), and the normal
+boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made, a
+bigger heap included: the worker checks size and sha256 before restoring) or made for another wheel
+than the page loads. A snapshot over Pyodide's fixed heap is refused by the build (test_snapshot.py);
+Playwright cannot serve a 30 MB body from a route, so that one is not served here. The worker says
+which way it went in `self.prefixLabBoot`.
+"""
+
+import json
+import re
+
+import pytest
+from conftest import READY, expected_metrics, metrics
+from helpers import asset
+
+pytestmark = pytest.mark.browser
+
+SETUP = "fleet.replicas=8&router.kind=cache_aware"
+
+
+def booted(page):
+    """`self.prefixLabBoot` of the page's worker: {route, fallback, restoreMs}."""
+    page.wait_for_function(READY, timeout=90_000)
+    return page.workers[0].evaluate("self.prefixLabBoot")
+
+
+def same_numbers_as_the_cli(page):
+    assert metrics(page) == expected_metrics()
+    views = page.evaluate("hash => { const n = window.prefixLab.timings.changes.length; location.hash = hash; return n; }",
+                          SETUP)
+    page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+    assert metrics(page) == expected_metrics(*SETUP.split("&"))
+
+
+def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
+    built = json.loads((server["site"] / "build.json").read_text())
+    assert built["snapshot"]["kind"] == "snapshot", built["snapshot"]
+    assert built["stdlib"]["kind"] == "pyc" and 100 < built["stdlib"]["modules"] < 300
+    worker = (server["site"] / built["assets"]["worker.js"]).read_text()
+    assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
+    assert (server["site"] / built["assets"]["snapshot"]).stat().st_size <= 30 * 2**20 + 4096
+
+
+def test_a_snapshot_boot_reaches_ready_with_the_clis_numbers(page, server):
+    page.goto(server["url"])
+    boot = booted(page)
+    assert boot["route"] == "snapshot" and boot["fallback"] is None, boot
+    same_numbers_as_the_cli(page)
+
+
+def _stale_page(page, server):
+    """The page names a wheel other than the one the snapshot was stamped with (same bytes, another name)."""
+    wheel = asset(server["site"], "wheel")
+    renamed = re.sub(r"\.([0-9a-f]{16})\.whl$", ".0000000000000000.whl", wheel)
+    page.route(re.compile(r".*/(index\.html)?$"), lambda r: r.fulfill(
+        response=r.fetch(), body=r.fetch().text().replace(wheel, renamed)))
+    page.route("**/" + renamed, lambda r: r.fulfill(
+        status=200, content_type="application/zip", body=(server["site"] / wheel).read_bytes()))
+
+
+def _cut_snapshot(page, server):
+    snapshot = asset(server["site"], "snapshot")
+    data = (server["site"] / snapshot).read_bytes()
+    page.route("**/" + snapshot, lambda r: r.fulfill(status=200, body=data[: len(data) // 3]))
+
+
+FAILURES = {
+    "missing": (lambda page, server: page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort()),
+                "fetch"),
+    "damaged": (_cut_snapshot, "damaged"),
+    "made for another wheel": (_stale_page, "made for prefix_lab-"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_same_numbers(page, server, failure):
+    spoil, reason = FAILURES[failure]
+    spoil(page, server)
+    page.goto(server["url"])
+    boot = booted(page)
+    assert boot["route"] == "normal" and boot["fallback"], boot
+    assert reason.lower() in boot["fallback"].lower(), boot
+    same_numbers_as_the_cli(page)
+
+
+@pytest.mark.parametrize("route", ["snapshot", "normal"])
+def test_every_figure_and_mission_computes_on_the_shipped_standard_library(page, server, route):
+    """The standard library is trimmed to what the build saw the page import (and, restored from the snapshot,
+    to what it had not imported yet): every figure, every mission's start, serving mode and a bad link run on it
+    without an error, on either boot."""
+    from lab.figures import embed_figures
+    from missions import MISSIONS
+
+    if route == "normal":
+        page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort())
+    page.add_init_script("window.__views = 0; document.addEventListener('prefix-lab:view', () => window.__views++);")
+    page.goto(server["url"] + "embed.html?figure=" + ",".join(embed_figures()) + "#unlock=all")
+    assert booted(page)["route"] == route
+
+    def answered(change):
+        views = page.evaluate(f"() => {{ const n = window.__views; {change}; return n; }}")
+        page.wait_for_function(f"window.__views > {views} && {READY}", timeout=60_000)
+
+    for mission in MISSIONS:
+        answered(f"window.prefixLab.action({{type: 'select_mission', mission: {json.dumps(mission.id)}}})")
+        assert f"mission={mission.id}" in page.evaluate("location.hash"), mission.id
+    for fragment in ("fleet.decode=true&router.kind=cache_aware&events=burst@60+30x3",
+                     "traffic.kind=agent&traffic.agent_fanout=8&router.kind=cache_aware",
+                     "fleet.replicas=zz&nonsense=1"):
+        answered(f"location.hash = {json.dumps(fragment)}")
+    assert "nonsense" in page.locator("#notices").inner_text()
