@@ -221,8 +221,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not args.dir.strip():
         raise UsageError("--dir needs a folder name, for example --dir site")
+    if args.data is not None and not args.room:
+        raise UsageError("--data is the workshop room's folder: add --room, or leave --data out")
+    if args.data is not None and not args.data.strip():
+        raise UsageError("--data needs a folder name, for example --data room-data")
+    data = None
+    if args.room:  # beside the site by default: ./room-data next to ./site
+        data = Path(args.data) if args.data else Path(os.path.abspath(args.dir)).parent / "room-data"
     try:
-        serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild)
+        serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild, room_data=data)
     except (BuildError, ServeError) as exc:
         raise UsageError(str(exc)) from None
     return 0
@@ -388,6 +395,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     serve.add_argument("--dir", default="site", help="site folder (default: site)")
     serve.add_argument("--rebuild", action="store_true", help="rebuild even if the site looks current")
+    serve.add_argument("--room", action="store_true",
+                       help="run a workshop room: participants join and report progress, a facilitator page "
+                            "shows the room (prints both addresses)")
+    serve.add_argument("--data", metavar="DIR",
+                       help="the room's data folder (default: room-data beside the site folder)")
     serve.set_defaults(func=_serve)
 
     missions = verbs.add_parser("missions", help="list the missions")
