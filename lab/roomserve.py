@@ -6,7 +6,7 @@ Participants (no token):
     POST /room/api/join          {"name"} -> {"id", "secret", "name", "room"}; the page keeps them in localStorage
     GET  /room/api/me            who the secret belongs to, and the mission the facilitator opened last
     POST /room/api/report        the page's progress (lab.room.read_report), as participant `id`
-    GET  /room/api/events        server-sent events: `open` when the facilitator opens a mission for everyone
+    GET  /room/api/events        server-sent events: `mission` when the facilitator opens a mission for everyone
     GET  /room/room.js ...       the room's scripts and style, from static/ (not part of the built site)
 
 A participant proves who they are with `Authorization: Bearer <id>.<secret>`;
@@ -145,7 +145,7 @@ class RoomServer:
 
     def announce(self, broadcast: dict[str, Any] | None) -> None:
         for queue in self.participant_streams:
-            _offer(queue, ("open", broadcast))
+            _offer(queue, ("mission", broadcast))
 
 
 def _offer(queue: asyncio.Queue, item: Any) -> None:
@@ -398,7 +398,7 @@ class _Stream(_Room):
 
 class ParticipantEvents(_Stream):
     async def get(self) -> None:
-        await self.stream(self.room.participant_streams, ("open", await self.room.db(self.room.store.broadcast)))
+        await self.stream(self.room.participant_streams, ("mission", await self.room.db(self.room.store.broadcast)))
 
 
 class FacilitatorEvents(_Stream):

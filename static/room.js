@@ -211,7 +211,7 @@ async function start() {
   document.addEventListener("prefix-lab:view", (event) => due(event.detail));
   due(null);
   const events = new EventSource(new URL("api/events", base));
-  events.addEventListener("open", (event) => announce(JSON.parse(event.data)));
+  events.addEventListener("mission", (event) => announce(JSON.parse(event.data)));
 }
 
 if (member?.id && member?.secret) start();

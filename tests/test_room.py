@@ -247,10 +247,10 @@ def read_event(port, path, event):
 
 def test_opening_a_mission_for_everyone_reaches_the_participants_stream(tmp_path):
     with room_server(tmp_path) as call:
-        assert read_event(call.port, "/room/api/events", "open") is None
+        assert read_event(call.port, "/room/api/events", "mission") is None
         status, opened = call("POST", "/room/api/open", {"mission": "round-robin"}, FACILITATOR)
         assert status == 200 and (opened["n"], opened["mission"]) == (3, "round-robin")
-        assert read_event(call.port, "/room/api/events", "open")["title"] == "Round robin spreads the memory thin"
+        assert read_event(call.port, "/room/api/events", "mission")["title"] == "Round robin spreads the memory thin"
         assert call("POST", "/room/api/open", {"mission": "nope"}, FACILITATOR)[0] == 400
 
 
