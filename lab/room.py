@@ -46,7 +46,7 @@ from typing import Any
 from missions import MISSIONS, find_mission, score
 
 __all__ = ["NAME_MAX", "REPORT_MAX_BYTES", "SETUP_MAX", "Progress", "Report", "RoomError", "Store", "Verified",
-           "mission_number", "new_secret", "read_name", "read_report", "verify"]
+           "mission_number", "new_secret", "read_name", "read_report", "secret_matches", "verify"]
 
 SCHEMA_VERSION = 1
 NAME_MAX = 40  # characters in a display name
@@ -201,6 +201,11 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def secret_matches(stored_sha256: str | None, secret: str) -> bool:
+    """Whether `secret` hashes to what is stored (in constant time)."""
+    return stored_sha256 is not None and hmac.compare_digest(stored_sha256, _sha256(secret))
+
+
 class Store:
     """The room's database. Not thread-safe: one thread owns it (see lab/serve.py)."""
 
@@ -242,12 +247,10 @@ class Store:
                             (pid, _sha256(secret), name, now, now))
         return pid, secret
 
-    def check(self, pid: str, secret: str) -> str:
-        """The participant's name if `secret` is theirs; RoomError 401 if not."""
-        row = self.db.execute("SELECT secret_sha256, name FROM participants WHERE id = ?", (pid,)).fetchone()
-        if row is None or not hmac.compare_digest(row[0], _sha256(secret)):
-            raise RoomError("not a participant of this room: join again", 401)
-        return str(row[1])
+    def secret_sha256(self, pid: str) -> str | None:
+        """The hash of participant `pid`'s secret, or None if there is no such participant."""
+        row = self.db.execute("SELECT secret_sha256 FROM participants WHERE id = ?", (pid,)).fetchone()
+        return None if row is None else str(row[0])
 
     def record(self, pid: str, report: Report, verified: Mapping[str, Verified]) -> None:
         """Store one report of participant `pid` (already checked and verified) in one transaction."""

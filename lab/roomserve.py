@@ -55,7 +55,17 @@ from typing import Any, TypeVar
 import tornado.iostream
 import tornado.web
 
-from .room import NAME_MAX, REPORT_MAX_BYTES, RoomError, Store, Verified, read_name, read_report, verify
+from .room import (
+    NAME_MAX,
+    REPORT_MAX_BYTES,
+    RoomError,
+    Store,
+    Verified,
+    read_name,
+    read_report,
+    secret_matches,
+    verify,
+)
 
 __all__ = ["RoomLimits", "RoomServer", "room_routes"]
 
@@ -115,13 +125,33 @@ class RoomServer:
         self.facilitator_streams: set[asyncio.Queue] = set()
         self.streams_by_address: dict[str, int] = {}
         self._push_due = False
+        # Kept in memory, so that a report needs one trip to the database's thread, not three:
+        self.secrets: dict[str, str | None] = {}  # participant id -> sha256 of their secret (None: no such one)
+        self.scored: dict[tuple[str, str], Verified] = {}  # (mission id, setup) -> its score
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(*args)` on the database's thread."""
         return await asyncio.wrap_future(self._db.submit(fn, *args))
 
     async def verify(self, mission_id: str, setup: str) -> Verified:
-        return await asyncio.wrap_future(self._scorer.submit(verify, mission_id, setup))
+        """The setup's score on the mission, computed once (on the scorer's thread) and then remembered."""
+        key = (mission_id, setup)
+        if key not in self.scored:
+            if len(self.scored) > 4096:
+                self.scored.clear()
+            self.scored[key] = await asyncio.wrap_future(self._scorer.submit(verify, mission_id, setup))
+        return self.scored[key]
+
+    async def is_participant(self, pid: str, secret: str) -> bool:
+        if pid not in self.secrets:
+            if len(self.secrets) > 100_000:  # ids made up by a client: do not keep them all
+                self.secrets.clear()
+            self.secrets[pid] = await self.db(self.store.secret_sha256, pid)
+        return secret_matches(self.secrets[pid], secret)
+
+    async def clear(self) -> None:
+        await self.db(self.store.clear)
+        self.secrets.clear()
 
     def close(self) -> None:
         self._db.submit(self.store.close).result()
@@ -208,12 +238,8 @@ class _Room(tornado.web.RequestHandler):
     async def participant(self) -> str:
         """The participant's id, if the request carries their secret; else 401."""
         pid, _, secret = _bearer(self.request.headers.get("Authorization", "")).partition(".")
-        if not pid or not secret:
+        if not pid or not secret or not await self.room.is_participant(pid, secret):
             raise self.refuse(401, "not a participant of this room: join first")
-        try:
-            await self.room.db(self.room.store.check, pid, secret)
-        except RoomError as exc:
-            raise self.refuse(exc.status, str(exc)) from None
         return pid
 
     def body(self) -> Any:
@@ -435,7 +461,7 @@ class Clear(_Room):
         data = self.body()
         if not isinstance(data, dict) or data.get("confirm") != "clear":
             raise self.refuse(400, 'clearing the room needs {"confirm": "clear"}')
-        await self.room.db(self.room.store.clear)
+        await self.room.clear()
         self.room.announce(None)
         self.room.changed()
         self.reply({"cleared": True})

@@ -25,6 +25,10 @@ kept; at most `max_connections` connections at once (more are answered 503
 and closed); a URL over `max_url_bytes` is answered 414, headers over
 `max_header_bytes` 431. A response being written (a file, or a stream of
 server-sent events) is never cut by these timeouts.
+
+With `room_data` (`prefix-lab serve --room`), the workshop room's routes
+(lab/roomserve.py) go before the site's, under /room/; the site's files are
+served exactly as without it.
 """
 
 import asyncio

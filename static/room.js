@@ -195,7 +195,11 @@ async function start() {
     const response = await api("me");
     if (response.status === 401) return leave("The room no longer knows this browser.");
     if (!response.ok) {  // not a room server (a static copy on the same address): forget it, send nothing more
-      localStorage.removeItem(KEY);
+      try {
+        localStorage.removeItem(KEY);
+      } catch {
+        // storage blocked: nothing kept
+      }
       return;
     }
     me = await response.json();
