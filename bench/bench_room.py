@@ -23,6 +23,7 @@ how many event streams heard the facilitator's mission.
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import sqlite3
@@ -190,6 +191,12 @@ def start_server(site: str, data: Path, port: int) -> tuple[subprocess.Popen, in
     return proc, bound, token
 
 
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def missing(data: Path, tally: Tally) -> tuple[int, int]:
     """(acknowledged writes checked, of them not in the database), read straight from the SQLite file."""
     db = sqlite3.connect(f"file:{data / 'room.sqlite3'}?mode=ro", uri=True)
@@ -217,6 +224,7 @@ async def run(args: argparse.Namespace) -> None:
     acked_before = sum(len(s) for s in tally.acked.values())
     tally.down = True
     t_kill = time.monotonic()
+    served_cpu, served_s = cpu_s(proc.pid), t_kill - began
     proc.kill()  # SIGKILL: no chance to finish anything
     proc.wait()
     print(f"{t_kill - began:6.1f} s  SIGKILL to the server after {acked_before:,} acknowledged writes", flush=True)
@@ -225,8 +233,11 @@ async def run(args: argparse.Namespace) -> None:
     print(f"{time.monotonic() - began:6.1f} s  started again in {time.monotonic() - t_kill:.1f} s; acknowledged "
           f"writes checked in the database: {checked:,}, missing: {lost}", flush=True)
     tally.down = False
+    t_restart = time.monotonic()
     await asyncio.gather(*crowd)
     watching.cancel()
+    served_cpu += cpu_s(proc.pid)
+    served_s += time.monotonic() - t_restart
     proc.terminate()
     proc.wait()
     checked, lost = missing(data, tally)
@@ -239,6 +250,8 @@ async def run(args: argparse.Namespace) -> None:
     print(f"writes refused         {refused}")
     print(f"failed, server down    {tally.failed:,}   (never acknowledged; the next report carries the same state)")
     print(f"report response time   p50 {q[49]:.1f} ms   p95 {q[94]:.1f} ms   p99 {q[98]:.1f} ms   max {lat[-1]:.1f} ms")
+    print(f"server CPU time        {served_cpu:.1f} s in {served_s:.0f} s of serving "
+          f"({served_cpu / served_s:.0%} of one core; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     print(f"mission 3 heard by     {len(tally.heard)} of {args.participants} event streams")
     print(f"facilitator's stream   {tally.snapshots:,} room snapshots received")
 

@@ -228,8 +228,9 @@ class Store:
                     self.db.execute("INSERT INTO room VALUES (?, ?)", (secrets.token_hex(6), self.clock()))
         except sqlite3.DatabaseError as exc:
             raise RoomError(f"{self.path}: {exc}; pass another --data folder") from None
-        except OSError as exc:
-            raise RoomError(f"cannot use {folder} for the room's data: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:  # not a folder, not writable, a NUL in the name
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RoomError(f"cannot use {folder} for the room's data: {reason}") from None
 
     def close(self) -> None:
         self.db.close()

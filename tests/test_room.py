@@ -9,6 +9,7 @@ import asyncio
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -313,3 +314,30 @@ def test_every_acknowledged_write_survives_a_sigkill(tmp_path):
 def test_serve_data_needs_room(capsys):
     assert main(["serve", "--data", "somewhere"]) == 2
     assert "--data is the workshop room's folder: add --room" in capsys.readouterr().err
+
+
+def _serve_without_running(monkeypatch):
+    import lab.serve
+
+    monkeypatch.setattr(lab.serve, "site_is_current", lambda site: True)
+    monkeypatch.setattr(lab.serve.asyncio, "run", lambda main: main.close())
+
+
+def test_serve_room_prints_both_addresses_and_keeps_its_data_beside_the_site(tmp_path, monkeypatch, capsys):
+    _serve_without_running(monkeypatch)
+    assert main(["serve", "--room", "--dir", str(tmp_path / "site"), "--port", "0"]) == 0
+    out = capsys.readouterr().out
+    join_at = re.search(r"participants join at (http://127\.0\.0\.1:\d+/room/join)\n", out)
+    token = re.search(r"(http://127\.0\.0\.1:\d+/room/)facilitator\?token=([\w-]{20,})\n", out)
+    assert join_at and token and join_at.group(1) == token.group(1) + "join"
+    assert f"the room's data is in {tmp_path / 'room-data'}" in out and (tmp_path / "room-data" / "room.sqlite3").is_file()
+    assert "add --host 0.0.0.0" in out
+
+
+def test_serve_room_with_an_unusable_data_folder_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    _serve_without_running(monkeypatch)
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder")
+    assert main(["serve", "--room", "--data", str(taken), "--dir", str(tmp_path / "site"), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"prefix-lab: error: cannot use {taken} for the room's data") and err.count("\n") == 1
