@@ -25,6 +25,9 @@ from model import Scenario, ScenarioError, simulate
 __all__ = ["main"]
 
 
+SCENARIO_MAX_BYTES = 1 << 20  # a scenario file larger than this is refused unread
+
+
 class UsageError(Exception):
     """Bad input from the command line; the message is shown as it is."""
 
@@ -53,7 +56,11 @@ def load_scenario(path: str | None, sets: list[str], base: Scenario | None = Non
 
 def _scenario_file(path: str) -> Scenario:
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is fine
+        with open(path, "rb") as f:  # at most a little more than the limit: /dev/zero never ends
+            raw = f.read(SCENARIO_MAX_BYTES + 1)
+        if len(raw) > SCENARIO_MAX_BYTES:
+            raise UsageError(f"{path}: over {SCENARIO_MAX_BYTES // 2**20} MiB; a scenario is a few KB of JSON")
+        text = raw.decode("utf-8-sig")  # a byte-order mark is fine
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); save the scenario as UTF-8 JSON") from None
     except (OSError, ValueError) as exc:
@@ -455,6 +462,7 @@ def _drop_stdout() -> None:
 
 
 def _error(message: str) -> int:
+    message = message.replace("\r", "\\r").replace("\n", "\\n")  # one line, even for a file name holding a newline
     try:
         print(f"prefix-lab: error: {message}", file=sys.stderr)
     except OSError:
