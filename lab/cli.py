@@ -29,6 +29,9 @@ from model import Scenario, ScenarioError, simulate
 __all__ = ["main"]
 
 
+SCENARIO_MAX_BYTES = 1 << 20  # a scenario file larger than this is refused unread
+
+
 class UsageError(Exception):
     """Bad input from the command line; the message is shown as it is."""
 
@@ -57,7 +60,11 @@ def load_scenario(path: str | None, sets: list[str], base: Scenario | None = Non
 
 def _scenario_file(path: str) -> Scenario:
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is fine
+        with open(path, "rb") as f:  # at most a little more than the limit: /dev/zero never ends
+            raw = f.read(SCENARIO_MAX_BYTES + 1)
+        if len(raw) > SCENARIO_MAX_BYTES:
+            raise UsageError(f"{path}: over {SCENARIO_MAX_BYTES // 2**20} MiB; a scenario is a few KB of JSON")
+        text = raw.decode("utf-8-sig")  # a byte-order mark is fine
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); save the scenario as UTF-8 JSON") from None
     except (OSError, ValueError) as exc:
@@ -309,8 +316,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not args.dir.strip():
         raise UsageError("--dir needs a folder name, for example --dir site")
+    if args.data is not None and not args.room:
+        raise UsageError("--data is the workshop room's folder: add --room, or leave --data out")
+    if args.data is not None and not args.data.strip():
+        raise UsageError("--data needs a folder name, for example --data room-data")
+    data = None
+    if args.room:  # beside the site by default: ./room-data next to ./site
+        data = Path(args.data) if args.data else Path(os.path.abspath(args.dir)).parent / "room-data"
     try:
-        serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild)
+        serve(Path(args.dir), host=args.host, port=args.port, rebuild=args.rebuild, room_data=data)
     except (BuildError, ServeError) as exc:
         raise UsageError(str(exc)) from None
     return 0
@@ -560,6 +574,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     serve.add_argument("--dir", default="site", help="site folder (default: site)")
     serve.add_argument("--rebuild", action="store_true", help="rebuild even if the site looks current")
+    serve.add_argument("--room", action="store_true",
+                       help="run a workshop room: participants join and report progress, a facilitator page "
+                            "shows the room (prints both addresses)")
+    serve.add_argument("--data", metavar="DIR",
+                       help="the room's data folder (default: room-data beside the site folder)")
     serve.set_defaults(func=_serve)
 
     missions = verbs.add_parser("missions", help="list the missions")
@@ -625,6 +644,7 @@ def _drop_stdout() -> None:
 
 
 def _error(message: str) -> int:
+    message = message.replace("\r", "\\r").replace("\n", "\\n")  # one line, even for a file name holding a newline
     try:
         print(f"prefix-lab: error: {message}", file=sys.stderr)
     except OSError:

@@ -26,6 +26,10 @@ kept; at most `max_connections` connections at once (more are answered 503
 and closed); a URL over `max_url_bytes` is answered 414, headers over
 `max_header_bytes` 431. A response being written (a file, or a stream of
 server-sent events) is never cut by these timeouts.
+
+With `room_data` (`prefix-lab serve --room`), the workshop room's routes
+(lab/roomserve.py) go before the site's, under /room/; the site's files are
+served exactly as without it.
 """
 
 import asyncio
@@ -36,7 +40,7 @@ import socket
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.httpserver
 import tornado.httputil
@@ -46,6 +50,9 @@ import tornado.web
 
 from .assets import is_hashed
 from .build import build_site, site_is_current
+
+if TYPE_CHECKING:
+    from .roomserve import RoomServer
 
 __all__ = ["Limits", "ServeError", "SiteHandler", "accepts_gzip", "content_security_policy", "make_app",
            "make_server", "serve"]
@@ -222,9 +229,13 @@ class SiteHandler(tornado.web.StaticFileHandler):
                 self.set_header("X-Frame-Options", "DENY")
 
 
-def make_app(site: Path) -> tornado.web.Application:
+def make_app(site: Path, room: "RoomServer | None" = None) -> tornado.web.Application:
+    """The site's files; with a room (`prefix-lab serve --room`), its routes under /room/ first."""
+    from .roomserve import room_routes
+
+    rooms = room_routes(room) if room is not None else []
     return tornado.web.Application(
-        [(r"/(.*)", SiteHandler, {"site": _Site(site), "default_filename": "index.html"})],
+        [*rooms, (r"/(.*)", SiteHandler, {"site": _Site(site), "default_filename": "index.html"})],
         compress_response=False,  # the .gz twins are already compressed
         static_hash_cache=False,
     )
@@ -310,10 +321,11 @@ def _close(stream: tornado.iostream.IOStream, written: "asyncio.Future[None]") -
     stream.close()
 
 
-def make_server(site: Path, limits: Limits = Limits()) -> tornado.httpserver.HTTPServer:
-    """The HTTP server for `site` with these limits (add sockets to start it)."""
+def make_server(site: Path, limits: Limits = Limits(),
+                room: "RoomServer | None" = None) -> tornado.httpserver.HTTPServer:
+    """The HTTP server for `site` with these limits, and a workshop room if given (add sockets to start it)."""
     return _CappedServer(
-        _Limited(make_app(site), limits),
+        _Limited(make_app(site, room), limits),
         max_connections=limits.max_connections,
         idle_connection_timeout=limits.header_timeout_s,  # Tornado's header timeout is this one too
         body_timeout=limits.header_timeout_s,
@@ -324,10 +336,10 @@ def make_server(site: Path, limits: Limits = Limits()) -> tornado.httpserver.HTT
 
 
 def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool = False,
-          limits: Limits = Limits()) -> None:
-    """Bind the port, build if needed, then serve until interrupted.
+          limits: Limits = Limits(), room_data: Path | None = None) -> None:
+    """Bind the port, build if needed, then serve until interrupted; with `room_data`, a workshop room too.
 
-    Raises ServeError (bad port, port taken) or BuildError (the site cannot be built).
+    Raises ServeError (bad port, port taken, an unusable room folder) or BuildError (the site cannot be built).
     """
     if not 0 <= port < 65536:
         raise ServeError(f"--port {port}: use a port from 1 to 65535 (0 picks a free one)")
@@ -336,23 +348,33 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
     except (OSError, ValueError) as exc:  # in use, not ours, or not an address (UnicodeError is a ValueError)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ServeError(f"cannot listen on {host}:{port}: {reason}") from None
+    room = None
     try:
         if rebuild or not site_is_current(site):
             print(f"building the lab into {site} ...", flush=True)
             build_site(site)
+        bound = sockets[0].getsockname()[1]
+        if room_data is not None:
+            room = _open_room(room_data, host, bound)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
-    bound = sockets[0].getsockname()[1]
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     print(f"prefix-lab is at http://{shown}:{bound}/  (embed: http://{shown}:{bound}/embed.html)", flush=True)
     if host in ("0.0.0.0", ""):
         print("listening on every address: people in the room can open this machine's address on that port",
               flush=True)
+    if room is not None:
+        print(f"workshop room: participants join at {room.join_url}", flush=True)
+        print(f"facilitator page (keep this address to yourself): {room.join_url.removesuffix('join')}"
+              f"facilitator?token={room.token}", flush=True)
+        print(f"the room's data is in {room_data}", flush=True)
+        if host.startswith("127.") or host in ("localhost", "::1"):
+            print("only this machine can join: add --host 0.0.0.0 to let the room's network in", flush=True)
 
     async def main() -> None:
-        server = make_server(site, limits)
+        server = make_server(site, limits, room)
         server.add_sockets(sockets)
         await asyncio.Event().wait()
 
@@ -360,3 +382,32 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+    finally:
+        if room is not None:
+            room.close()
+
+
+def _open_room(data: Path, host: str, port: int) -> "RoomServer":
+    """The room on `data`, with a new facilitator token; its join address uses this machine's address on the
+    room's network when listening on every address."""
+    import secrets
+
+    from .room import RoomError
+    from .roomserve import RoomServer
+
+    address = _lan_address() if host in ("0.0.0.0", "", "::") else host
+    shown = f"[{address}]" if ":" in address else address
+    try:
+        return RoomServer(data, secrets.token_urlsafe(18), f"http://{shown}:{port}/room/join")
+    except RoomError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def _lan_address() -> str:
+    """This machine's address on its default route (no packet is sent), else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.254.254.254", 9))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"

@@ -537,3 +537,22 @@ whenBokehReady().then(() => {
   timings.chartsDrawn = performance.now();
   nameInputs();
 });
+
+// -- workshop room (lab/roomserve.py, static/room.js) ------------------------------------------
+// Only a browser that joined a room through the room's join page holds `prefix-lab:room` in
+// localStorage; only then is the room's script loaded (from the room server, not the site).
+// Everywhere else, a static copy included, nothing more is requested and nothing is sent.
+try {
+  if (localStorage.getItem("prefix-lab:room")) {
+    import(new URL("room/room.js", document.baseURI).href)
+      .catch(() => {  // no room here (a static copy): ask no more
+        try {
+          localStorage.removeItem("prefix-lab:room");
+        } catch {
+          // storage blocked meanwhile: nothing kept
+        }
+      });
+  }
+} catch {
+  // storage blocked: no room
+}

@@ -144,7 +144,9 @@ OPTIONS = {
     "keys": st.just(("--json",)),
     "missions": st.just(("--json",)),
     "build": st.tuples(st.just("--out"), PATHS),
-    "serve": st.one_of(st.tuples(st.just("--dir"), PATHS), st.just(("--rebuild",)),
+    "serve": st.one_of(st.tuples(st.just("--dir"), PATHS), st.just(("--rebuild",)), st.just(("--room",)),
+                       st.tuples(st.just("--data"), st.sampled_from(["/dev/full/x", "/proc/nope/data", "a\x00b", "",
+                                                                     "data", "/dev/null"])),
                        st.tuples(st.just("--port"), st.sampled_from(["0", "70000", "-1", "x", "", "65536"])),
                        st.tuples(st.just("--host"), st.sampled_from(
                            ["127.0.0.1", "0.0.0.0", "::1", "1.2.3.4", "localhost", "", "a\x00b", "[::1]"]))),
