@@ -37,6 +37,7 @@ from model import (
     locality_comparison,
     money_of,
     prices_of,
+    roofline_of,
     transfer_of,
     warm_ttft_s,
 )
@@ -353,7 +354,6 @@ def _gpu_caption(c: Context) -> str:
 
 
 def _roofline(c: Context) -> dict[str, Any]:
-    from model.roofline import roofline_of
     return roofline_of(c.scenario)
 
 

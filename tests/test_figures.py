@@ -188,7 +188,7 @@ def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figure
 
 
 def test_the_roofline_figure_is_the_models_and_moves_with_the_gpu_without_rerunning_the_fleet(monkeypatch):
-    from model.roofline import roofline_of
+    from model import roofline_of
     s = Scenario()
     points = data("roofline", s)["src:roofline_points"]["data"]
     r = roofline_of(s)
