@@ -552,7 +552,8 @@ def _tree_data(c: Context) -> dict[str, dict]:
         cols["name"].append(b.name)
         cols["tokens"].append(b.tokens)
         cols["state"].append(TREE_STATES[b.state] + ("; new" if b.new else ""))
-        cols["label"].append(b.name if b.tokens >= TREE_LABEL_SHARE * len(b.name) * max(1, snap.capacity) else "")
+        short = b.name.replace("system prompt", "prompt")
+        cols["label"].append(short if b.tokens >= TREE_LABEL_SHARE * len(short) * max(1, snap.capacity) else "")
     x = 0
     for key, tokens in snap.evicted_by_branch:
         gone["x"].append(round(x + tokens / 2, 3))

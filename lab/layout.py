@@ -402,15 +402,15 @@ def _tree(sources: dict[str, ColumnDataSource]) -> Any:
     per row from the root's children down; the row above the trunk shows what was evicted recently."""
     frame = sources["src:tree_frame"].data
     x_end, y_start = (frame["x_end"] or [1])[0], (frame["y_start"] or [1.5])[0]
-    f = _plain("Cached tokens, from the system prompts down to the turns", "fig:tree", height=320,
+    f = _plain("Cached tokens, system prompts down to turns", "fig:tree", height=320,
                x_axis_label="tokens (the axis ends at the replica's capacity)",
                x_range=Range1d(0, x_end, name="xr:tree"), y_range=Range1d(y_start, -1.6, name="yr:tree"))
     gone = f.rect(x="x", y=-1, width="width", height=0.8, source=sources["src:tree_gone"], fill_color="#ffffff",
                   line_color="#777777", hatch_pattern="/", hatch_color="#999999", hatch_alpha=0.6,
-                  legend_label="evicted recently")
+                  legend_label="evicted")
     held = f.rect(x="x", y="y", width="width", height=0.9, source=sources["src:tree"], fill_color="color",
                   line_color="line", line_width=2)
-    for state, label in (("hit", "hit recently"), ("cold", "cold"), ("pinned", "pinned by a request")):
+    for state, label in (("hit", "hit"), ("cold", "cold"), ("pinned", "pinned")):
         f.rect(x=[0], y=[0], width=0, height=0, fill_color=TREE_COLOURS[state], line_color=None, legend_label=label)
     f.rect(x=[0], y=[0], width=0, height=0, fill_color="#ffffff", line_color=PALETTE[2], line_width=2,
            legend_label="new")
