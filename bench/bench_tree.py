@@ -48,6 +48,36 @@ def forget() -> None:
     figures._TREES.clear()  # noqa: SLF001
 
 
+def row(name: str, s: Scenario, n: int) -> str:
+    """The line of figures for one scenario."""
+    result = simulate(s)
+    nodes = len(tree_at(s)[0].nodes)
+    sim = cpu_ms(lambda k: simulate(s), n)
+    whole = cpu_ms(lambda k: tree_at(s), n)
+    tree = FIGURES["tree"]
+
+    def figure(k: int) -> None:
+        c = Context(s, result, view.run, {"tree_at": str(10 + 7 * k)})
+        tree.data(c)
+        tree.caption(c)
+    fig = cpu_ms(figure, n)
+    base = write_hash(s, {})
+    view.handle({"hash": base})
+    moved = cpu_ms(lambda k: view.handle({"hash": base, "controls": {"tree:at": 11.0 + 7 * k}}), n)
+    view.handle({"hash": base, "controls": {"tree:at": 30.0}})
+    at30 = write_hash(s, {"tree_at": "30"})
+    swapped = cpu_ms(lambda k: view.handle({"hash": at30, "controls": {"tree:replica": f"replica {k % 2}"}}), n)
+    seeds = [str(1000 + k) for k in range(n)]
+
+    def setup(k: int, embed: dict | None = None) -> None:
+        forget()
+        view.handle({"hash": base, "controls": {"ctl:seed": seeds[k]}, "embed": embed})
+    both = cpu_ms(setup, n)
+    without = cpu_ms(lambda k: setup(k, {"figure": "headline,ttft,hit,load,memory,dist"}), n)
+    return (f"{name:34s} {nodes:6d} {sim:9.1f} {whole:12.1f} {fig:12.1f} {moved:12.1f} {swapped:15.1f} "
+            f"{both:13.1f} {without:9.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9, help="runs per figure (default 9)")
@@ -57,34 +87,7 @@ def main() -> None:
     print(f"{'scenario':34s} {'nodes':>6s} {'simulate':>9s} {'tree_at end':>12s} {'tree figure':>12s} "
           f"{'time change':>12s} {'replica change':>15s} {'setup change':>13s} {'w/o tree':>9s}")
     for name, text in SCENARIOS.items():
-        s = Scenario().with_text(text)
-        result = simulate(s)
-        nodes = len(tree_at(s)[0].nodes)
-        sim = cpu_ms(lambda k: simulate(s), n)
-        whole = cpu_ms(lambda k: tree_at(s), n)
-        tree = FIGURES["tree"]
-
-        def figure(k: int) -> None:
-            c = Context(s, result, view.run, {"tree_at": str(10 + 7 * k)})
-            tree.data(c)
-            tree.caption(c)
-        fig = cpu_ms(figure, n)
-        base = write_hash(s, {})
-        view.handle({"hash": base})
-        moved = cpu_ms(lambda k: view.handle({"hash": base, "controls": {"tree:at": 11.0 + 7 * k}}), n)
-        view.handle({"hash": base, "controls": {"tree:at": 30.0}})
-        at30 = write_hash(s, {"tree_at": "30"})
-        swapped = cpu_ms(lambda k: view.handle({"hash": at30, "controls": {"tree:replica": f"replica {k % 2}"}}), n)
-        seeds = [str(1000 + k) for k in range(n)]
-
-        def setup(k: int, embed: dict | None = None) -> None:
-            forget()
-            view.handle({"hash": base, "controls": {"ctl:seed": seeds[k]}, "embed": embed})
-        both = cpu_ms(setup, n)
-        without = cpu_ms(lambda k: setup(k, {"figure": "headline,ttft,hit,load,memory,dist"}), n)
-        print(f"{name:34s} {nodes:6d} {sim:9.1f} {whole:12.1f} {fig:12.1f} {moved:12.1f} {swapped:15.1f} "
-              f"{both:13.1f} {without:9.1f}")
-
+        print(row(name, Scenario().with_text(text), n))
 
 if __name__ == "__main__":
     main()

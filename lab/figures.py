@@ -30,6 +30,7 @@ from model import (
     TIERS,
     Result,
     Scenario,
+    TreeSnapshot,
     api_calls,
     explainer_profile,
     fanout_figures,
@@ -37,10 +38,10 @@ from model import (
     money_of,
     prices_of,
     transfer_of,
+    tree_at,
     warm_ttft_s,
 )
 from model import crossover as crossing
-from model import TreeSnapshot, tree_at
 
 from .fleetview import memory_data
 
@@ -361,7 +362,7 @@ FLEET_CHARTS = (
     Figure("dist", "Distribution of time to first token",
            lambda c: {"src:dist": {"data": histogram([r.ttft_ms for r in c.result.records])}}, _dist_caption),
 )
-ARTICLE_FIGURES = (
+ARTICLE_FIGURES: tuple[Figure, ...] = (
     Figure("crossover", "Warm but busy, or idle and cold?", _crossover_data, _crossover_caption,
            reads=("crossover.", "hardware."), fleet=False,
            controls=("crossover.prompt_tokens", "crossover.new_tokens", "crossover.queued", "crossover.queued_tokens")),
@@ -534,7 +535,7 @@ def _tree_data(c: Context) -> dict[str, dict]:
     replica, at, end = tree_choice(c)
     names = [replica_name(i) for i in range(max(1, c.scenario.fleet.replicas))]
     step = c.result.series.bin_s
-    widgets = {"tree:replica": {"options": names, "value": names[replica]},
+    widgets: dict[str, dict] = {"tree:replica": {"options": names, "value": names[replica]},
                "tree:at": {"start": 0.0, "end": end, "step": step, "value": end if at is None else at}}
     cols: dict[str, list] = {k: [] for k in ("x", "y", "width", "color", "line", "name", "tokens", "state", "label")}
     gone: dict[str, list] = {"x": [], "width": [], "name": [], "tokens": []}

@@ -46,8 +46,7 @@ from bokeh.plotting import figure
 from model import Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
-from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE
-from .figures import TREE_COLOURS
+from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE, TREE_COLOURS
 
 __all__ = ["embed_page", "lab_page"]
 

@@ -48,8 +48,7 @@ from .controls import (
     for_people,
     read_controls,
 )
-from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, Context, embed_figures, fleet_key
-from .figures import TREE_WIDGETS, tree_page
+from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, TREE_WIDGETS, Context, embed_figures, fleet_key, tree_page
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
