@@ -586,7 +586,8 @@ def _tree_caption(c: Context) -> str:
             f"{snap.pinned_tokens:,} are pinned by queued or running requests. The biggest branches: {biggest}.{gone}")
 
 
-TREE = Figure("tree", "The radix tree of one replica", _tree_data, _tree_caption)
+TREE = Figure("tree", "The radix tree of one replica", _tree_data, _tree_caption,
+              controls=("fleet.memory_gb", "fleet.replicas", "router.kind", "traffic.session_rate"))
 
 ARTICLE_FIGURES += (TREE,)  # appended here, below the functions it is drawn with
 FIGURES["tree"] = TREE
