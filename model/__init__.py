@@ -66,7 +66,7 @@ from .trace import (
     trace_reuse,
 )
 from .traffic import Request, TooManyRequests, generate
-from .tree import TreeNode, TreeSnapshot, tree_at
+from .tree import TreeSnapshot, tree_at
 
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
@@ -80,5 +80,5 @@ __all__ = [
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # one replica's radix tree at a moment of a run (model/tree.py)
-    "TreeNode", "TreeSnapshot", "tree_at",
+    "TreeSnapshot", "tree_at",
 ]
