@@ -47,7 +47,7 @@ from bokeh.transform import dodge
 from model import Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
-from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE
+from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE, TREE_COLOURS
 
 __all__ = ["embed_page", "lab_page"]
 
@@ -411,9 +411,64 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
         template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
     if beside:
         for f in ARTICLE_FIGURES:
-            ctl = controls(beside=f.name)
+            ctl = FIGURE_CONTROLS[f.name](view) if f.name in FIGURE_CONTROLS else controls(beside=f.name)
             _apply_widget_values(ctl, view)
             template.add_panel(f"ctl_{f.name}", ctl)
+    if not beside:  # an embed shows a figure's own widgets (not scenario controls) with the figure
+        for name, make in FIGURE_CONTROLS.items():
+            template.add_panel(f"ctl_{name}", make(view))
     template.add_variable("fleet_charts", [(f.name, f.title) for f in FLEET_CHARTS])
     template.add_variable("article_figures", [(f.name, f.title) for f in ARTICLE_FIGURES])
     template.add_variable("embed_figures", EMBED_FIGURES)
+    template.add_variable("figure_controls", tuple(FIGURE_CONTROLS))
+
+
+# -- the radix tree, drawn ------------------------------------------------------------------
+
+def _tree(sources: dict[str, ColumnDataSource]) -> Any:
+    """An icicle: a block per node (or per bunch of small branches), as wide as the tokens below it, one level
+    per row from the root's children down; the row above the trunk shows what was evicted recently."""
+    frame = sources["src:tree_frame"].data
+    x_end, y_start = (frame["x_end"] or [1])[0], (frame["y_start"] or [1.5])[0]
+    f = _plain("Cached tokens, system prompts down to turns", "fig:tree", height=320,
+               x_axis_label="tokens (the axis ends at the replica's capacity)",
+               x_range=Range1d(0, x_end, name="xr:tree"), y_range=Range1d(y_start, -1.6, name="yr:tree"))
+    gone = f.rect(x="x", y=-1, width="width", height=0.8, source=sources["src:tree_gone"], fill_color="#ffffff",
+                  line_color="#777777", hatch_pattern="/", hatch_color="#999999", hatch_alpha=0.6,
+                  legend_label="evicted")
+    held = f.rect(x="x", y="y", width="width", height=0.9, source=sources["src:tree"], fill_color="color",
+                  line_color="line", line_width=2)
+    for state, label in (("hit", "hit"), ("cold", "cold"), ("pinned", "pinned")):
+        f.rect(x=[0], y=[0], width=0, height=0, fill_color=TREE_COLOURS[state], line_color=None, legend_label=label)
+    f.rect(x=[0], y=[0], width=0, height=0, fill_color="#ffffff", line_color=PALETTE[2], line_width=2,
+           legend_label="new")
+    f.add_layout(LabelSet(x="x", y="y", text="label", source=sources["src:tree"], text_font_size="10px",
+                          text_align="center", text_baseline="middle", text_color="#ffffff"))
+    f.add_tools(HoverTool(renderers=[held], tooltips=[("", "@name"), ("tokens", "@tokens{0,0}"), ("", "@state")]))
+    f.add_tools(HoverTool(renderers=[gone], tooltips=[("evicted from", "@name"), ("tokens", "@tokens{0,0}")]))
+    f.yaxis.visible = False
+    f.ygrid.visible = False
+    f.x_range.bounds = None
+    _legend_above(f)
+    return f
+
+
+def _tree_controls(view: dict) -> pn.Column:
+    """The tree's replica and moment: page keys (`tree_replica`, `tree_at`), not scenario keys."""
+    patches = view["patches"]["bokeh"]
+    chosen, at = patches["tree:replica"], patches["tree:at"]
+    replica = pn.widgets.Select(name="Replica", options=chosen["options"], value=chosen["value"],
+                                tags=["tree:replica", _aria("Replica whose tree is drawn")],
+                                sizing_mode="stretch_width", margin=(4, 8))
+    replica.jscallback(value=CHANGED.format(name="tree:replica", source="value", prop="value", live="false"))
+    moment = FloatSlider(name="At (s)", start=at["start"], end=at["end"], step=at["step"], value=at["value"],
+                         tags=["tree:at", _aria("Moment of the run the tree is drawn at, in seconds")],
+                         sizing_mode="stretch_width", margin=(4, 8))
+    # settled moves only: each one re-runs the scenario up to that moment
+    moment.jscallback(value_throttled=CHANGED.format(name="tree:at", source="value_throttled",
+                                                     prop="value_throttled", live="false"))
+    return pn.Column(replica, moment, sizing_mode="stretch_width", margin=0)
+
+
+ARTICLE_DRAW["tree"] = _tree
+FIGURE_CONTROLS = {"tree": _tree_controls}  # figures with widgets of their own, beside them and in embeds

@@ -48,7 +48,7 @@ from .controls import (
     for_people,
     read_controls,
 )
-from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, Context, embed_figures, fleet_key
+from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, TREE_WIDGETS, Context, embed_figures, fleet_key, tree_page
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
@@ -230,6 +230,9 @@ def update(state: State, request: Mapping[str, Any]) -> State:
     A settled control change (not `live`) while playing makes the new setup count for stars.
     """
     controls, action = request.get("controls"), request.get("action")
+    if isinstance(controls, dict) and any(k in controls for k in TREE_WIDGETS):  # the tree's: page keys, no re-run
+        state = dataclasses.replace(state, page=tree_page(state.page, controls))
+        controls = {k: v for k, v in controls.items() if k not in TREE_WIDGETS}
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
         state = dataclasses.replace(state, scored=state.playing and not request.get("live"),
@@ -531,7 +534,7 @@ def patches(state: State, derived: Derived) -> dict:
         **compare.base_patches(derived.base_result),
         **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
-    context = Context(scenario, derived.result, run)
+    context = Context(scenario, derived.result, run, state.page)
     shown = state.shown
     dom: dict[str, dict] = {}
     for fig in FIGURES.values():

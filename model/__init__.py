@@ -74,6 +74,7 @@ from .trace import (
     trace_reuse,
 )
 from .traffic import Request, TooManyRequests, generate
+from .tree import TreeSnapshot, tree_at
 
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
@@ -90,4 +91,6 @@ __all__ = [
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/roofline.py, model/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
+    # one replica's radix tree at a moment of a run (model/tree.py)
+    "TreeSnapshot", "tree_at",
 ]
