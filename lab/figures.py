@@ -401,6 +401,7 @@ def _locality_data(c: Context) -> dict[str, dict]:
     return {"src:locality": {"data": {
         "router": [r["label"] for r in rows], "lab": [_pct(r["request_hit_rate"]) for r in rows],
         "note": [_pct((r["note"] or {}).get("request_hit_rate")) for r in rows], "zero": [0.0] * len(rows),
+        "tokens": [_pct(r["hit_rate"]) for r in rows],
         "p99": [r["ttft_p99_ms"] for r in rows], "rps": [r["throughput_rps"] for r in rows]}}}
 
 
@@ -411,8 +412,9 @@ def _locality_caption(c: Context) -> str:
     for key in ("round_robin", "cache_aware"):
         r, note = rows[key], rows[key]["note"]
         parts.append(f"{r['label']}: {r['request_hit_rate']:.1%} of requests found their prefix (the note: "
-                     f"{note['request_hit_rate']:.1%}), p99 {r['ttft_p99_ms']:,.0f} ms ({note['ttft_p99_ms']:,.0f}), "
-                     f"{r['throughput_rps']:.1f} requests a second ({note['throughput_rps']:g})")
+                     f"{note['request_hit_rate']:.1%}) and {r['hit_rate']:.1%} of prompt tokens were cached, p99 "
+                     f"{r['ttft_p99_ms']:,.0f} ms ({note['ttft_p99_ms']:,.0f}), {r['throughput_rps']:.1f} requests a "
+                     f"second ({note['throughput_rps']:g})")
     fallback = table["fallback"]
     return ("The KV-locality note's stress test replayed here (30 users, CodeLlama 13B on 8 A100s). "
             + "; ".join(parts) + f". The load-aware fallback changes p99 by {fallback['ttft_p99_change']:+.0%} "

@@ -345,6 +345,7 @@ def _locality(sources: dict[str, ColumnDataSource]) -> Any:
     f.hbar(y=dodge("router", -0.17, range=f.y_range), left="zero", right="note", height=0.3,
            source=sources["src:locality"], color=PALETTE[1], legend_label="the note")
     f.add_tools(HoverTool(tooltips=[("", "@router"), ("this lab", "@lab{0.0}%"), ("the note", "@note{0.0}%"),
+                                    ("prompt tokens cached", "@tokens{0.0}%"),
                                     ("p99", "@p99{0,0} ms"), ("requests/s", "@rps{0.00}")]))
     f.x_range = Range1d(0, 100)
     _legend_above(f)
