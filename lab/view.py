@@ -385,35 +385,47 @@ def _within_budget(state: State) -> State:
     """Keep the page responsive: a setup sending more than `budget()` requests is shown at the lab's size.
 
     The requests are counted, not estimated (overlapping bursts multiply the
-    rate), and the count stops as soon as it passes the budget. Setups at
+    rate), and the count stops as soon as it passes the budget. Chat setups at
     most half the budget by the plain rate x duration x turns estimate, the
-    lab's own sizes, skip the count.
+    lab's own sizes, skip the count. Agent runs and closed users send each
+    request when the one before is answered, so they cannot be counted
+    without running them: their run is made here (and remembered, so
+    `derive` does not make it again) and stops as soon as it passes the budget.
     """
     scenario = state.scenario
     limit = budget(scenario)
-    t = scenario.traffic
-    rough = t.session_rate * scenario.duration_s * t.turns_mean
-    if not scenario.events_of("burst") and rough <= limit / 2:
+    if _fits(scenario, limit):
         return state
-    try:
-        generate(scenario, limit=limit)
-        return state
-    except TooManyRequests:
-        pass
     default = Scenario()
     size = {"duration_s": default.duration_s, "traffic.session_rate": default.traffic.session_rate,
-            "traffic.turns_mean": default.traffic.turns_mean}
+            "traffic.turns_mean": default.traffic.turns_mean, "traffic.agent_rate": default.traffic.agent_rate,
+            "traffic.users": default.traffic.users}
     kept = [e for e in scenario.events if e.at_s < default.duration_s]
     smaller = scenario.with_values({**size, "events": kept})
     without = "its events"
-    try:
-        generate(smaller, limit=limit)
-    except TooManyRequests:  # its bursts alone multiply the rate past the budget
+    if not _fits(smaller, limit):  # its bursts alone multiply the rate past the budget
         smaller = scenario.with_values({**size, "events": [e for e in kept if e.kind != "burst"]})
         without = "its events, bursts left out"
+    if not _fits(smaller, limit):  # its traffic's other keys do (agents of 200 calls, each fanning out to 64)
+        traffic = {k: v for k, v in default.to_text().items() if k.startswith("traffic.") and k != "traffic.kind"}
+        smaller = smaller.with_text(traffic)
+        without += ", and the lab's own traffic settings"
     return dataclasses.replace(state, scenario=smaller).noting(
         f"That setup sends more than {limit:,} requests, more than the page simulates per change; showing it "
         f"at the lab's duration and rate with {without}. The command line (prefix-lab run) runs setups of any size.")
+
+
+def _fits(scenario: Scenario, limit: int) -> bool:
+    """Whether `scenario` sends at most `limit` requests (see `_within_budget`)."""
+    t = scenario.traffic
+    try:
+        if t.kind != "chat":
+            run(scenario)
+        elif scenario.events_of("burst") or t.session_rate * scenario.duration_s * t.turns_mean > limit / 2:
+            generate(scenario, limit=limit)
+    except TooManyRequests:
+        return False
+    return True
 
 
 # -- what follows from it --------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from lab import missionview
 from lab.controls import CONTROLS, control_patches
 from lab.urlstate import read_hash, write_hash
-from lab.view import answer, derive, handle, handle_json, patches, read_state, render, settle, update
+from lab.view import PAGE_BUDGET, answer, derive, handle, handle_json, patches, read_state, render, settle, update
 from missions import MISSIONS
 from model import KEYS, ROUTERS, Scenario, simulate, spec_of
 
@@ -294,3 +294,12 @@ def test_reordering_or_adding_missions_loses_no_stars_and_unlocks_by_prerequisit
     assert 'data-stars="3">' in html.split('data-mission="cache-on"')[1].split("</li>")[0]
     assert handle({"hash": "mission=a-new-one", "progress": progress})["hash"] == "mission=a-new-one"
     assert "unlocks when" in handle({"hash": "mission=a-new-one", "progress": {"cache-on": 3}})["notices"][0]
+
+
+@pytest.mark.parametrize("hash_", ["traffic.kind=agent&traffic.agent_rate=10&duration_s=3600",
+                                   "traffic.kind=agent&traffic.agent_steps=200&traffic.agent_fanout=64"
+                                   "&traffic.agent_fanout_every=1"])
+def test_agent_traffic_past_the_budget_is_shown_at_the_labs_size_not_an_error(hash_):
+    answer = handle({"hash": hash_})
+    assert answer["summary"]["requests"] <= PAGE_BUDGET
+    assert any("more than the page simulates per change" in n for n in answer["notices"])
