@@ -20,7 +20,7 @@ from typing import Any
 
 from model import Result
 
-from .figures import histogram
+from .figures import histogram, hit_columns, ttft_columns
 from .fleetview import memory_data
 
 __all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "read_axes", "write_axes"]
@@ -85,13 +85,11 @@ def base_patches(base: Result | None) -> dict[str, dict]:
         return {"src:ttft_base": {"data": {"t": [], "p50": [], "p99": []}}, "src:hit_base": {"data": {"t": [], "hit": []}},
                 "src:memory_base": {"data": {"t": [], "total": []}},
                 "src:dist_base": {"data": {"left": [], "right": [], "share": []}}}
-    s = base.series
-    mids = [round(t + s.bin_s / 2, 3) for t in s.start_s]
     memory = memory_data(base)
     dist = histogram([r.ttft_ms for r in base.records])
     return {
-        "src:ttft_base": {"data": {"t": mids, "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}},
-        "src:hit_base": {"data": {"t": mids, "hit": [None if h is None else round(h * 100, 3) for h in s.hit_rate]}},
+        "src:ttft_base": {"data": ttft_columns(base)},
+        "src:hit_base": {"data": hit_columns(base)},
         "src:memory_base": {"data": {"t": memory["t"], "total": memory["total"]}},
         "src:dist_base": {"data": {"left": dist["left"], "right": dist["right"], "share": dist["share"]}},
     }

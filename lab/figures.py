@@ -48,8 +48,8 @@ from model import crossover as crossing
 
 from .fleetview import memory_data
 
-__all__ = ["ARTICLE_FIGURES", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "PALETTE", "Context", "Figure", "embed_figures",
-           "fleet_key", "histogram"]
+__all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
+           "PALETTE", "embed_figures", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
@@ -104,9 +104,19 @@ def _shaded(scenario: Scenario) -> str:
     return "; shaded: " + ", ".join(describe_event(e) for e in scenario.events) if scenario.events else ""
 
 
+def ttft_columns(result: Result) -> dict[str, list]:
+    """TTFT p50 and p99 per bin, at each bin's middle (a baseline's too, `lab.compare`)."""
+    s = result.series  # empty bins are None (null in JSON): the bridge draws them as gaps
+    return {"t": _mids(result), "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}
+
+
+def hit_columns(result: Result) -> dict[str, list]:
+    """The hit rate per bin in percent, at each bin's middle."""
+    return {"t": _mids(result), "hit": [None if h is None else round(h * 100, 3) for h in result.series.hit_rate]}
+
+
 def _ttft_data(c: Context) -> dict[str, dict]:
-    s = c.result.series  # empty bins are None (null in JSON): the bridge draws them as gaps
-    return {"src:ttft": {"data": {"t": _mids(c.result), "p50": list(s.ttft_p50_ms), "p99": list(s.ttft_p99_ms)}}}
+    return {"src:ttft": {"data": ttft_columns(c.result)}}
 
 
 def _ttft_caption(c: Context) -> str:
@@ -122,8 +132,7 @@ def _ttft_caption(c: Context) -> str:
 
 
 def _hit_data(c: Context) -> dict[str, dict]:
-    hits = [None if h is None else round(h * 100, 3) for h in c.result.series.hit_rate]
-    return {"src:hit": {"data": {"t": _mids(c.result), "hit": hits}}}
+    return {"src:hit": {"data": hit_columns(c.result)}}
 
 
 def _hit_caption(c: Context) -> str:

@@ -29,7 +29,7 @@ import dataclasses
 import html
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -174,15 +174,19 @@ def read_shown(raw: Any) -> tuple[Shown | None, tuple[str, ...]]:
 def run(scenario: Scenario) -> Result:
     """`simulate` within the page's budget, remembering the last few runs by the keys the simulation reads:
     moving an article figure's slider, or dragging a slider back where it was, reuses a run."""
-    key = fleet_key(scenario)
-    result = _RUNS.get(key)
-    if result is None:
-        result = _RUNS[key] = simulate(scenario, limit=budget(scenario))
+    return _remembered(fleet_key(scenario), lambda: simulate(scenario, limit=budget(scenario)))  # type: ignore[no-any-return]
+
+
+def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
+    """`make()`, or what it gave last time for `key`, among the last `RUNS_KEPT` runs of either kind."""
+    found = _RUNS.get(key)
+    if found is None:
+        found = _RUNS[key] = make()
         while len(_RUNS) > RUNS_KEPT:
             _RUNS.popitem(last=False)
     else:
         _RUNS.move_to_end(key)
-    return result
+    return found
 
 
 # -- entry points ------------------------------------------------------------
@@ -333,14 +337,7 @@ def trace_run(scenario: Scenario, source: Source, limit: int | None = None) -> T
     the simulation reads)."""
     limit = budget(scenario) if limit is None else min(limit, budget(scenario))
     key = ("trace", source.name, source.size, limit, fleet_key(scenario))
-    found = _RUNS.get(key)
-    if found is None:
-        found = _RUNS[key] = replay_source(scenario, source, limit)
-        while len(_RUNS) > RUNS_KEPT:
-            _RUNS.popitem(last=False)
-    else:
-        _RUNS.move_to_end(key)
-    return found  # type: ignore[return-value]
+    return _remembered(key, lambda: replay_source(scenario, source, limit))  # type: ignore[no-any-return]
 
 
 def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
