@@ -39,15 +39,25 @@ from bokeh.models import (
     LabelSet,
     LinearColorMapper,
     Range1d,
+    Span,
 )
 from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from model import Scenario
+from model import SLO_SHARE, Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
-from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE, TREE_COLOURS
+from .figures import (
+    ARTICLE_FIGURES,
+    EMBED_CONTROLS,
+    EMBED_FIGURES,
+    FIGURES,
+    FLEET_CHARTS,
+    JOIN_WAYS,
+    PALETTE,
+    TREE_COLOURS,
+)
 
 __all__ = ["embed_page", "lab_page"]
 
@@ -247,6 +257,8 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     for name in which:
         if name in ARTICLE_DRAW:
             out[name] = ARTICLE_DRAW[name](sources)
+    if "split" in which:
+        out["split"] = _split(sources, data)
     return out
 
 
@@ -364,7 +376,66 @@ def _roofline(sources: dict[str, ColumnDataSource]) -> Any:
     return f
 
 
-ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
+def _join(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Gap before each token of the answers decoding", "fig:join", height=260, y_axis_type="log",
+               x_axis_label="seconds since the long prompt arrived", y_axis_label="gap between tokens (ms)")
+    for (way, label), color in zip(JOIN_WAYS, ("#888888", PALETTE[0], PALETTE[3])):
+        f.step("t", "gap", source=sources[f"src:join_{way}"], mode="before", line_width=2, color=color,
+               legend_label=label)  # a gap is the time up to its token
+    f.line("t", "gap", source=sources["src:join_slo"], line_dash="dashed", color="#444444", legend_label="target")
+    f.add_tools(HoverTool(tooltips=[("", "$name"), ("after", "@t{0.000} s"), ("gap", "@gap{0,0.0} ms")],
+                          renderers=f.renderers[:3]))
+    for r, (_, label) in zip(f.renderers, JOIN_WAYS):
+        r.name = label
+    _legend_above(f)
+    return f
+
+
+def _stall(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Longest and mean gap of each answer", "fig:stall", height=260,
+               x_axis_label="time the request arrived (s)", y_axis_label="gap between tokens (ms)")
+    f.scatter("t", "tpot", source=sources["src:stall"], size=4, color=PALETTE[5], alpha=0.5, legend_label="mean gap")
+    f.scatter("t", "stall", source=sources["src:stall"], size=4, color=PALETTE[3], alpha=0.7,
+              legend_label="longest gap")
+    f.line("t", "gap", source=sources["src:stall_slo"], line_dash="dashed", color="#444444", legend_label="target")
+    f.add_tools(HoverTool(tooltips=[("arrived", "@t{0.0} s"), ("replica", "@replica"), ("longest gap", "@stall{0,0} ms"),
+                                    ("mean gap", "@tpot{0.0} ms")], renderers=f.renderers[:2]))
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _split(sources: dict[str, ColumnDataSource], data: dict) -> Any:
+    f = _plain("Requests within each target", "fig:split", height=210, x_axis_label="% of requests",
+               y_range=FactorRange(*data["yr:split"]["factors"], name="yr:split"))
+    f.hbar(y=dodge("setup", 0.17, range=f.y_range), left="zero", right="ttft", height=0.3,
+           source=sources["src:split"], color=PALETTE[0], legend_label="first token in time")
+    f.hbar(y=dodge("setup", -0.17, range=f.y_range), left="zero", right="tbt", height=0.3,
+           source=sources["src:split"], color=PALETTE[1], legend_label="no gap over the target")
+    f.add_layout(Span(location=SLO_SHARE * 100, dimension="height", line_dash="dashed", line_color="#444444"))
+    f.add_tools(HoverTool(tooltips=[("", "@setup"), ("first token in time", "@ttft{0.0}%"),
+                                    ("no long gap", "@tbt{0.0}%"), ("TTFT p99", "@ttft_p99{0,0} ms"),
+                                    ("longest gap p99", "@stall_p99{0,0} ms"), ("hit rate", "@hit{0.0}%")]))
+    f.x_range = Range1d(0, 100)
+    _legend_above(f)
+    return f
+
+
+def _queue(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("TTFT p99 over time, by queue order", "fig:queue", height=250, x_axis_label="time (s)",
+               y_axis_label="ms")
+    f.line("t", "p99", source=sources["src:queue_fcfs"], line_width=2, color=PALETTE[1],
+           legend_label="first come first served")
+    f.line("t", "p99", source=sources["src:queue_longest_prefix_first"], line_width=2, color=PALETTE[0],
+           line_dash="dashed", legend_label="longest prefix first")
+    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p99", "@p99{0,0} ms")], mode="vline"))
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu,
+                "join": _join, "stall": _stall, "queue": _queue}
 
 
 def _apply_widget_values(column: pn.Column, view: dict) -> None:

@@ -92,6 +92,7 @@ class State:
     memo: Memo = Memo()  # the rest of what the browser keeps for the player: best setups, played hashes, way back
     playing: bool = False  # the setup was reached from the chosen mission's start by the page's controls
     scored: bool = False  # ...by a settled control change in this request: its stars count
+    live: bool = False  # this request's change is a slider still moving: costly figures wait for it to settle
     asking: bool = False  # waiting for the player to confirm "Reset progress"
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
     shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
@@ -240,6 +241,7 @@ def update(state: State, request: Mapping[str, Any]) -> State:
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
         state = dataclasses.replace(state, scored=state.playing and not request.get("live"),
+                                    live=bool(request.get("live")),
                                     page={k: v for k, v in state.page.items() if k != "explain"})
     if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
         scenario, page, play, notices = missionview.apply_action(action, state.scenario, state.page, state.play)
@@ -549,6 +551,8 @@ def patches(state: State, derived: Derived) -> dict:
     for fig in FIGURES.values():
         if fig.constant and not state.baking:
             pass  # drawn at build time; nothing it reads can change
+        elif fig.costly and state.live:
+            pass  # runs the fleet again in other setups: redrawn once the slider settles
         elif shown is None or fig.name in shown.figures:
             bokeh.update(fig.data(context))
             dom[f"#cap-{fig.name}"] = {"text": fig.caption(context)}
@@ -632,7 +636,7 @@ def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
 
 def _example_button(name: str) -> str:
     return (f'<button type="button" data-action="example" data-figure="{html.escape(name)}">'
-            "Load the article's setup</button>")
+            f"{html.escape(FIGURES[name].offer)}</button>")
 
 
 def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> str:
