@@ -50,12 +50,11 @@ from model import (
 )
 from model import crossover as crossing
 
-from .fleetview import memory_data
+from .fleetview import PALETTE, memory_data, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
-           "PALETTE", "embed_figures", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
+           "PALETTE", "embed_figures", "replica_colour", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
 
-PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
 NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
 # Keys only serving mode's replicas read, and that change nothing else in lab mode (no note, no check).
@@ -169,6 +168,8 @@ def _load_data(c: Context) -> dict[str, dict]:
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
+            "src:load_key": {"data": {"replica": names, "color": [replica_colour(i) for i in range(len(names))],
+                                      "x": [-s.bin_s * 0.5] * len(names), "width": [s.bin_s * 0.6] * len(names)}},
             "yr:load": {"factors": list(reversed(names))}}
 
 
@@ -185,17 +186,25 @@ def _load_caption(c: Context) -> str:
     queue = (f" The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
              if most >= 0.05 else " No replica ever had more than a few milliseconds of work queued.")
     return (f"Over the run, replica {hot} was busy {mean[hot]:.0%} of the time and replica {cold} "
-            f"{mean[cold]:.0%}; darker cells are busier.{queue}")
+            f"{mean[cold]:.0%}; darker cells are busier, and the swatch left of each row is the replica's colour in "
+            f"the tree and the table.{queue}")
 
 
 def _memory_caption(c: Context) -> str:
     s = c.result.series
     running = [sum(col) for col in zip(*s.kv_running_tokens)]
     cached = [sum(col) for col in zip(*s.kv_cached_tokens)]
+    pinned = [sum(col) for col in zip(*s.kv_pinned_tokens)]
+    evicted = [sum(col) for col in zip(*s.evicted_tokens)]
     if not running:
         return ""
-    return (f"At most {max(running):,} tokens of KV were held by running requests and "
-            f"{max(cached):,} by the prefix cache besides, across the fleet.")
+    busiest = max(range(len(evicted)), key=evicted.__getitem__)
+    gone = (f" The caches evicted {sum(evicted):,} tokens in all, most in the bin ending at "
+            f"{s.start_s[busiest] + s.bin_s:,.0f} s ({evicted[busiest]:,})." if sum(evicted)
+            else " Nothing was evicted.")
+    return (f"At most {max(running):,} tokens of KV were held by running requests ({max(pinned):,} of them cached "
+            f"prefixes pinned by queued and running requests) and {max(cached):,} by the prefix cache besides, "
+            f"across the fleet.{gone}")
 
 
 def histogram(ttfts: list[float]) -> dict:
@@ -776,7 +785,8 @@ def _tree_data(c: Context) -> dict[str, dict]:
     names = [replica_name(i) for i in range(max(1, c.scenario.fleet.replicas))]
     step = c.result.series.bin_s
     widgets: dict[str, dict] = {"tree:replica": {"options": names, "value": names[replica]},
-               "tree:at": {"start": 0.0, "end": end, "step": step, "value": end if at is None else at}}
+               "tree:at": {"start": 0.0, "end": end, "step": step, "value": end if at is None else at},
+               "fig:tree": {"outline_line_color": replica_colour(replica)}}  # framed in its replica's colour
     cols: dict[str, list] = {k: [] for k in ("x", "y", "width", "color", "line", "name", "tokens", "state", "label")}
     gone: dict[str, list] = {"x": [], "width": [], "name": [], "tokens": []}
     if snap is None:

@@ -57,6 +57,7 @@ from .figures import (
     JOIN_WAYS,
     PALETTE,
     TREE_COLOURS,
+    replica_colour,
 )
 
 __all__ = ["embed_page", "lab_page"]
@@ -197,18 +198,18 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
         f.y_range = _locked_range("ttft", data)
-        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color="#1f77b4", alpha=0.3, line_dash="dashed")
-        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color="#d62728", alpha=0.3, line_dash="dashed")
-        f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
-        f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
+        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color=PALETTE[0], alpha=0.3, line_dash="dashed")
+        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color=PALETTE[3], alpha=0.3, line_dash="dashed")
+        f.line("t", "p50", source=sources["src:ttft"], line_width=2, color=PALETTE[0], legend_label="p50")
+        f.line("t", "p99", source=sources["src:ttft"], line_width=2, color=PALETTE[3], legend_label="p99")
         _legend_above(f)
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
         out["ttft"] = f
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
-        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color="#2ca02c", alpha=0.3, line_dash="dashed")
-        f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
+        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color=PALETTE[2], alpha=0.3, line_dash="dashed")
+        f.line("t", "hit", source=sources["src:hit"], line_width=2, color=PALETTE[2])
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out["hit"] = f
     if "load" in which:
@@ -219,6 +220,8 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         mapper = LinearColorMapper(palette=BUSY, low=BUSY_PERCENT[0], high=BUSY_PERCENT[1])
         f.rect(x="t", y="replica", width="width", height=0.9, source=sources["src:load"], line_color=None,
                fill_color={"field": "busy", "transform": mapper})
+        f.rect(x="x", y="replica", width="width", height=0.9, source=sources["src:load_key"], line_color=None,
+               fill_color="color")  # each replica's own colour, as in the tree and the table
         f.add_layout(ColorBar(color_mapper=mapper, title="% busy", width=8, padding=4), "right")
         f.add_tools(HoverTool(tooltips=[("", "@replica"), ("t", "@t{0} s"), ("busy", "@busy{0}%"),
                                         ("queued at the end", "@backlog{0.0} s")]))
@@ -227,14 +230,19 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "memory" in which:
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
         f.y_range = _locked_range("memory", data)
-        f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
+        f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=(PALETTE[1], PALETTE[5]),
                       alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+        f.line("t", "pinned", source=sources["src:memory"], line_width=2, color=PALETTE[7], line_dash="dotted",
+               legend_label="cached prefixes they pin")
+        f.vbar(x="mid", top="evicted", width="width", source=sources["src:memory"], color=PALETTE[4], alpha=0.8,
+               legend_label="evicted in the bin")
         f.line("t", "total", source=sources["src:memory_base"], line_width=2, color="#444444", alpha=0.5,
                line_dash="dashed")
         f.legend.location = "top_left"
         f.legend.background_fill_alpha = 0.6
-        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
-                              mode="vline"))
+        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("pinned", "@pinned{0.0}k"),
+                                        ("cached", "@cached{0.0}k"), ("evicted in the bin", "@evicted{0.0}k")],
+                              mode="vline", renderers=[f.renderers[-2]]))
         out["memory"] = f
     for f in out.values():  # y ranges follow the data, not the event shading drawn on its own 0..1 range
         if not isinstance(f.y_range, (Range1d, FactorRange)):
@@ -520,6 +528,8 @@ def _tree(sources: dict[str, ColumnDataSource]) -> Any:
     f.add_tools(HoverTool(renderers=[gone], tooltips=[("evicted from", "@name"), ("tokens", "@tokens{0,0}")]))
     f.yaxis.visible = False
     f.ygrid.visible = False
+    f.outline_line_width = 3
+    f.outline_line_color = replica_colour(0)  # the view frames it in its replica's colour (`fig:tree`)
     f.x_range.bounds = None
     _legend_above(f)
     return f

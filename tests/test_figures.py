@@ -174,8 +174,29 @@ def test_the_load_strip_is_each_replicas_busy_share_per_bin_and_the_table_is_the
     busiest = max(range(6), key=lambda i: sum(result.series.replica_load[i]))
     assert f"replica {busiest} was busy" in caption("load", s)
     table = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware"})["patches"]["dom"]["#replicas"]["html"]
+    key = data("load", s)["src:load_key"]["data"]
     for r in result.replicas:
-        assert f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>" in table
+        colour = key["color"][r.index]
+        assert f'<tr><td><span class="swatch" style="background:{colour}"></span>{r.index}</td><td>{r.requests:,}' \
+               f"</td><td>{r.hit_rate:.1%}</td>" in table
+    assert len(set(key["color"])) == 6 and key["replica"] == [f"replica {i}" for i in range(6)]
+    tree = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware&tree_replica=4"})["patches"]["bokeh"]
+    assert tree["fig:tree"]["outline_line_color"] == key["color"][4]  # the tree is framed in its replica's colour
+
+
+def test_the_memory_chart_shows_pinned_prefixes_and_evictions_per_bin():
+    surge = Scenario().with_text({"events": "surge@60+60", "fleet.memory_gb": "1"})
+    result = view.run(surge)
+    s = result.series
+    memory = data("memory", surge)["src:memory"]["data"]
+    for b in range(len(s.start_s)):
+        assert memory["pinned"][b] == round(sum(row[b] for row in s.kv_pinned_tokens) / 1000, 3)
+        assert memory["evicted"][b] == round(sum(row[b] for row in s.evicted_tokens) / 1000, 3)
+    assert s.kv_pinned_tokens == s.kv_running_tokens  # lab mode: what running requests hold is what they pin
+    first, during = sum(memory["evicted"][:10]), sum(memory["evicted"][12:24])  # 0-50 s, and the surge's 60-120 s
+    assert during > 2 * first  # the surge's new prompts push out what the cache held
+    said = caption("memory", surge)
+    assert f"evicted {sum(map(sum, s.evicted_tokens)):,} tokens in all" in said
 
 
 def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figures():
