@@ -833,7 +833,8 @@ def _tree_caption(c: Context) -> str:
             + (f", most from {tree_name(snap.evicted_by_branch[0][0])}" if snap.evicted_by_branch else "") + ".")
     return (f"At {snap.at_s:,.0f} s replica {snap.replica}'s radix tree holds {snap.total_tokens:,} of "
             f"{snap.capacity:,} tokens in {len(snap.nodes):,} nodes under {branches:,} branches; "
-            f"{snap.pinned_tokens:,} are pinned by queued or running requests. The biggest branches: {biggest}.{gone}")
+            f"{snap.pinned_tokens:,} are pinned by queued or running requests. The biggest branches: {biggest}.{gone} "
+            "The frame is the replica's colour in the load strip and the table.")
 
 
 TREE = Figure("tree", "The radix tree of one replica", _tree_data, _tree_caption,

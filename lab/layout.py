@@ -231,15 +231,15 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
         f.y_range = _locked_range("memory", data)
         f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=(PALETTE[1], PALETTE[5]),
-                      alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+                      alpha=0.7, legend_label=["running requests", "prefix cache besides"])
         f.line("t", "pinned", source=sources["src:memory"], line_width=2, color=PALETTE[7], line_dash="dotted",
-               legend_label="cached prefixes they pin")
+               legend_label="prefixes they pin")
         f.vbar(x="mid", top="evicted", width="width", source=sources["src:memory"], color=PALETTE[4], alpha=0.8,
                legend_label="evicted in the bin")
         f.line("t", "total", source=sources["src:memory_base"], line_width=2, color="#444444", alpha=0.5,
                line_dash="dashed")
-        f.legend.location = "top_left"
-        f.legend.background_fill_alpha = 0.6
+        _legend_above(f)
+        f.legend.nrows = 2  # four entries: two rows fit a phone
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("pinned", "@pinned{0.0}k"),
                                         ("cached", "@cached{0.0}k"), ("evicted in the bin", "@evicted{0.0}k")],
                               mode="vline", renderers=[f.renderers[-2]]))
