@@ -59,6 +59,7 @@ from .figures import (
     TREE_COLOURS,
     replica_colour,
 )
+from .missionview import GUESS_INPUT, GUESS_RANGE
 
 __all__ = ["embed_page", "lab_page"]
 
@@ -464,6 +465,35 @@ def _apply_widget_values(column: pn.Column, view: dict) -> None:
             w.disabled = patch["disabled"]
 
 
+def predict_controls() -> pn.Column:
+    """A mission's guess: a slider (its range, step, format and title set by the view) and the button that
+    sends its value with the `predict` action."""
+    guess = FloatSlider(name="Your guess", **GUESS_RANGE, tags=[GUESS_INPUT, _aria("Your guess")],
+                        sizing_mode="stretch_width", margin=(4, 8))
+    check = pn.widgets.Button(name="Check my guess", button_type="primary", sizing_mode="stretch_width",
+                              margin=(6, 8), tags=["act:predict"])
+    check.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'predict'}}, ['{GUESS_INPUT}'])")
+    return pn.Column(guess, check, sizing_mode="stretch_width", margin=0)
+
+
+def landscape(view: dict) -> Any:
+    """Every swept setup of the open mission on its two conflicting figures (lab.teach fills it)."""
+    data = view["patches"]["bokeh"]
+    sources = {name: ColumnDataSource(data[name]["data"], name=name)
+               for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
+    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
+    f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
+    f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
+    dots = f.scatter("x", "y", source=sources["src:land"], size=7, color="color", alpha=0.8, line_color="#666666",
+                     line_width=0.5)
+    f.scatter("x", "y", source=sources["src:land_start"], marker="square", size=11, color="#ffffff",
+              line_color=PALETTE[3], line_width=2)
+    f.scatter("x", "y", source=sources["src:land_you"], marker="diamond", size=16, color=PALETTE[7],
+              line_color="#ffffff")
+    f.add_tools(HoverTool(renderers=[dots], tooltips=[("", "@setup"), ("stars", "@stars")]))
+    return f
+
+
 def lab_page(view: dict) -> pn.Template:
     template = pn.Template((STATIC / "index.html.j2").read_text(encoding="utf-8"),
                            nb_template=None)
@@ -471,6 +501,8 @@ def lab_page(view: dict) -> pn.Template:
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
     template.add_panel("events", event_controls())
+    template.add_panel("predict", predict_controls())
+    template.add_panel("landscape", pn.pane.Bokeh(landscape(view), sizing_mode="stretch_width", margin=0))
     _add_figures(template, view, beside=True)
     return template
 

@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate
 
-from . import compare, fleetview, missionview
+from . import compare, fleetview, missionview, teach
 from .controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -129,6 +130,8 @@ class Derived:
     base: dict[str, Any] | None = None  # the baseline's headline numbers, when the run is compared with one
     base_result: Result | None = None
     base_name: str = ""  # "the pinned baseline", "the mission's broken start"
+    teach: missionview.Teach = missionview.Teach()  # the guess, hints and standing the mission panel shows
+    land: dict[str, dict] | None = None  # the landscape chart's patches (lab.teach), when a distribution is known
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,9 +243,11 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         controls = {k: v for k, v in controls.items() if k not in TREE_WIDGETS}
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
+        asking = state.page.get("guess") == missionview.ASKING  # changing the setup instead of guessing skips it
         state = dataclasses.replace(state, scored=state.playing and not request.get("live"),
                                     live=bool(request.get("live")),
-                                    page={k: v for k, v in state.page.items() if k != "explain"})
+                                    page={k: v for k, v in state.page.items()
+                                          if k != "explain" and not (k == "guess" and asking)})
     if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
         scenario, page, play, notices = missionview.apply_action(action, state.scenario, state.page, state.play)
         state = dataclasses.replace(state, scenario=scenario, page=page, progress=play.progress, memo=play.memo,
@@ -439,9 +444,22 @@ def derive(state: State) -> Derived:
     progress = dict(play.progress)
     base, base_name = _baseline(state, mission)
     base_result = None if base is None or fetch is not None else _played(state, base, mission)[0]
+    taught, land = missionview.Teach(), None
+    if mission is not None and verdict is not None:
+        sweeps = _file(state, teach.SWEEPS_KEY)
+        dist = None if sweeps is None else teach.read_sweeps(sweeps).get(mission.id)
+        standing = ""
+        if dist is not None:
+            land, standing = teach.landscape(mission, dist, state.scenario, result, verdict)
+        elif sweeps is None:
+            fetch = {"key": teach.SWEEPS_KEY, "url": teach.SWEEPS_URL, "name": teach.SWEEPS_URL,
+                     "missing": "this site was built without the missions' sweep, so no landscape is drawn"}
+        guessing = mission.predict is not None and missionview.guessed(state.page) is not None
+        start = _played(state, mission.start, mission)[0] if guessing else None
+        taught = teach.teach(state.page, play.memo, mission, verdict, start, standing)
     return Derived(result, _summary(result), mission, verdict, progress,
                    missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch,
-                   None if base_result is None else _summary(base_result), base_result, base_name)
+                   None if base_result is None else _summary(base_result), base_result, base_name, taught, land)
 
 
 def _played(state: State, scenario: Scenario, mission: Mission | None
@@ -569,12 +587,25 @@ def patches(state: State, derived: Derived) -> dict:
     play = dataclasses.replace(derived.play, playing=state.playing)
     dom |= {
         "#missions": {"hidden": False, "html": missionview.panel_html(mission, derived.verdict, play, derived.open_ids,
-                                                                      scenario)},
-        "#verdict-chip": {"hidden": mission is None, "html": missionview.chip_html(mission, derived.verdict)},
+                                                                      scenario, derived.teach)},
+        "#verdict-chip": {"hidden": mission is None or derived.teach.asking,
+                          "html": missionview.chip_html(mission, derived.verdict)},
+        "#predict": {"hidden": not derived.teach.asking},
+        "#predict-question": {"text": mission.predict.question if mission and mission.predict else ""},
+        "main.charts": {"attrs": {"data-veiled": "true" if derived.teach.asking else "false"}},
+        "#landscape": {"hidden": derived.land is None},
     }
+    bokeh.update(derived.land or teach.empty_landscape())
+    if mission is not None and mission.predict is not None and derived.teach.asking:
+        p = mission.predict
+        bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
+                                          "format": "0%" if p.hi <= 1 else "0,0",
+                                          "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
+    if derived.teach.asking and mission is not None and mission.predict is not None:  # held back until the guess
+        dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
@@ -583,7 +614,7 @@ def patches(state: State, derived: Derived) -> dict:
     if traced is not None and name is None and mission is not None:  # the mission's own trace
         name = f"{mission.trace}, its first {mission.trace_requests:,} requests"
     dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
-    if derived.fetch is not None:
+    if derived.fetch is not None and derived.fetch["key"].startswith(MISSION_KEY):
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
     dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
