@@ -5,9 +5,10 @@ import re
 
 import pytest
 from conftest import READY, metrics
-from test_missions_page import answered, choose, press, verdict
+from test_missions_page import answered, choose, mission_button, press, verdict
 
 from lab.figures import FIGURES
+from missions import find_mission
 
 pytestmark = pytest.mark.browser
 
@@ -103,9 +104,6 @@ def test_the_serving_figures_offer_serving_mode_then_show_the_stall_the_split_an
 
 
 def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_order_and_places_the_setup(fresh_lab):
-    from missions import find_mission
-    from test_missions_page import mission_button
-
     page = fresh_lab
     answered(page, lambda: page.evaluate("location.hash = 'unlock=all'"))
     answered(page, lambda: mission_button(page, 3, "Round robin spreads the memory thin").click())
