@@ -335,11 +335,13 @@ def _missions(args: argparse.Namespace) -> int:
     from missions import MISSIONS
 
     if args.json:
+        from missions.sweep import beats_rule
+
         from .missionsweep import distributions
 
         swept = distributions(progress=_note)
         by_id = {d["id"]: d for d in swept["missions"]}
-        _out(json.dumps([{**m.summary(), "distribution": by_id.get(m.id), "beats_rule": swept["rule"],
+        _out(json.dumps([{**m.summary(), "distribution": by_id.get(m.id), "beats_rule": beats_rule(m),
                           **({"not_swept": swept["missing"][m.id]} if m.id in swept["missing"] else {})}
                          for m in MISSIONS], indent=1))
     else:

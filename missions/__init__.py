@@ -3,11 +3,14 @@
 `MISSIONS` lists them in display order; `unlocked(progress)` says which are
 open given the best stars by mission id; `score(mission, scenario, result)`
 is the only scoring rule, used by the CLI, the tests and the page alike.
+Each mission declares the grid of setups its sweep runs (`grid`), and
+`missions.sweep` scores them all and ranks a player's setup among them.
 Standard library and `model` only.
 """
 
 from .catalog import MISSIONS, check_catalog, find_mission, unlocked
-from .scoring import Mission, Threshold, Verdict, changed_fixed_keys, score
+from .grid import Block
+from .scoring import Mission, Prediction, Threshold, Verdict, changed_fixed_keys, score
 
-__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "changed_fixed_keys", "check_catalog", "find_mission",
-           "score", "unlocked"]
+__all__ = ["MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "changed_fixed_keys", "check_catalog",
+           "find_mission", "score", "unlocked"]
