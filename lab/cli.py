@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from missions.sweep import BEATS_RULE
+from missions import BEATS_RULE
 from model import Scenario, ScenarioError, simulate
 
 __all__ = ["main"]
@@ -335,7 +335,7 @@ def _missions(args: argparse.Namespace) -> int:
     from missions import MISSIONS
 
     if args.json:
-        from missions.sweep import beats_rule
+        from missions import beats_rule
 
         from .missionsweep import distributions
 
@@ -353,7 +353,7 @@ def _missions(args: argparse.Namespace) -> int:
 
 
 def _grid_keys(mission: Any) -> list[str]:
-    from missions.sweep import grid_keys
+    from missions import grid_keys
 
     return grid_keys(mission)
 
@@ -367,8 +367,7 @@ def _note(text: str) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from missions import find_mission, score
-    from missions.sweep import beats, beats_rule, measure
+    from missions import beats, beats_rule, find_mission, measure, score
 
     mission = find_mission(args.mission)
     if mission is None:

@@ -31,8 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from missions import MISSIONS, Mission, find_mission
-from missions.sweep import BEATS_RULE, distribution, measure, truth_of
+from missions import BEATS_RULE, MISSIONS, Mission, distribution, find_mission, measure, truth_of
 
 from .stdlib import cache_dir
 from .tracemission import mission_lines, run_mission, traces_dir

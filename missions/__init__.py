@@ -10,7 +10,9 @@ Standard library and `model` only.
 
 from .catalog import MISSIONS, check_catalog, find_mission, unlocked
 from .grid import Block
-from .scoring import Mission, Prediction, Threshold, Verdict, changed_fixed_keys, score
+from .scoring import Mission, Threshold, Verdict, changed_fixed_keys, score
+from .sweep import BEATS_RULE, beats, beats_rule, distribution, grid_keys, measure, truth_of
 
-__all__ = ["MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "changed_fixed_keys", "check_catalog",
-           "find_mission", "score", "unlocked"]
+__all__ = ["BEATS_RULE", "MISSIONS", "Block", "Mission", "Threshold", "Verdict", "beats", "beats_rule",
+           "changed_fixed_keys", "check_catalog", "distribution", "find_mission", "grid_keys", "measure", "score",
+           "truth_of", "unlocked"]
