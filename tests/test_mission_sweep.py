@@ -100,7 +100,9 @@ def test_every_figure_says_which_way_is_better():
 
 @pytest.fixture
 def own_cache(tmp_path, monkeypatch):
+    """An empty cache, and no repository copy to fall back on: what is asked for is swept."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(missionsweep, "SHIPPED", tmp_path / "no-copy.json")
     return tmp_path / "cache"
 
 

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from lab import missionview
+from lab import missionsweep, missionview
 from lab.teach import SWEEPS_KEY
 from lab.tracemission import BytesSource
 from lab.view import handle, run
-from missions import beats, figures, find_mission
+from missions import MISSIONS, beats, figures, find_mission
 from missions.sweep import sweep
 
 
@@ -79,10 +79,25 @@ def test_hints_come_one_at_a_time_in_order_and_are_offered_after_two_minutes(mon
 
 @pytest.fixture(scope="module")
 def swept():
-    """The distributions as the build ships them, for two small missions (a fresh sweep of each)."""
-    missions = [sweep(find_mission(i)) for i in ("cache-on", "round-robin")]
+    """The distributions as the build ships them, for two small missions."""
+    missions = missionsweep.distributions([find_mission(i) for i in ("cache-on", "round-robin")])["missions"]
     blob = json.dumps({"stamp": "test", "missions": missions}).encode()
     return {SWEEPS_KEY: BytesSource("mission-sweeps.json", blob)}, {d["id"]: d for d in missions}
+
+
+def test_the_repository_carries_the_current_sweep_so_a_clean_checkout_builds_without_sweeping(tmp_path, monkeypatch):
+    shipped = json.loads(missionsweep.SHIPPED.read_text(encoding="utf-8"))
+    assert shipped["stamp"] == missionsweep.stamp(), \
+        "lab/data/mission-sweeps.json is behind the model: run `.venv/bin/python -m lab.missionsweep` and commit it"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))  # a machine that never swept
+
+    def no_sweeping(*args, **kwargs):
+        raise AssertionError("swept although the repository's copy is current")
+
+    monkeypatch.setattr(missionsweep, "sweep_points", no_sweeping)
+    got = missionsweep.distributions()
+    assert got["missions"] == shipped["missions"] and len(got["missions"]) == len(MISSIONS)
+    assert {d["id"]: d for d in got["missions"]}["cache-on"] == sweep(find_mission("cache-on"))  # and it is right
 
 
 def test_a_mission_asks_for_the_distributions_then_places_the_setup_among_them(swept):
