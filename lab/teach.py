@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from missions import FIGURES, Mission, Verdict, beats, beats_rule, figures
+from missions import FIGURES, Mission, Verdict, beats, beats_rule, figures, measure
 from model import Result, Scenario
 
 from . import missionview
@@ -85,8 +85,7 @@ def empty_landscape() -> dict[str, dict]:
             "ax:land_x": {"axis_label": ""}, "ax:land_y": {"axis_label": ""}}
 
 
-def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result: Result,
-              verdict: Verdict) -> tuple[dict[str, dict], str]:
+def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result: Result) -> tuple[dict[str, dict], str]:
     """The chart's patches and a sentence on where the setup lands ("beats N% of the M setups swept")."""
     fx, fy = dist["tradeoff"]
     sx, sy = _scale(fx), _scale(fy)
@@ -97,8 +96,7 @@ def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result
     front = sorted(dist["pareto"], key=lambda i: (rows[i]["figures"][fx], rows[i]["figures"][fy]))
     mine = figures(scenario, result)
     start = dist["start"]["figures"]
-    row = {"figures": {f: mine[f] for f in (fx, fy)}, "stars": verdict.stars}
-    standing = beats(dist, row)
+    standing = beats(dist, measure(mission, scenario, result))  # rounded as the stored rows are, so ties match
     patches: dict[str, dict] = {
         "src:land": {"data": cols},
         "src:land_front": {"data": {"x": [cols["x"][i] for i in front], "y": [cols["y"][i] for i in front]}},

@@ -450,7 +450,7 @@ def derive(state: State) -> Derived:
         dist = None if sweeps is None else teach.read_sweeps(sweeps).get(mission.id)
         standing = ""
         if dist is not None:
-            land, standing = teach.landscape(mission, dist, state.scenario, result, verdict)
+            land, standing = teach.landscape(mission, dist, state.scenario, result)
         elif sweeps is None:
             fetch = {"key": teach.SWEEPS_KEY, "url": teach.SWEEPS_URL, "name": teach.SWEEPS_URL,
                      "missing": "this site was built without the missions' sweep, so no landscape is drawn"}

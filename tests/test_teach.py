@@ -11,7 +11,7 @@ from lab import missionsweep, missionview
 from lab.teach import SWEEPS_KEY
 from lab.tracemission import BytesSource
 from lab.view import handle, run
-from missions import MISSIONS, beats, figures, find_mission
+from missions import MISSIONS, beats, figures, find_mission, measure
 from missions.sweep import sweep
 
 
@@ -109,8 +109,7 @@ def test_a_mission_asks_for_the_distributions_then_places_the_setup_among_them(s
     mission = find_mission("round-robin")
     scenario = mission.start.with_text({"fleet.replicas": "4"})
     mine = figures(scenario, run(scenario))
-    stars = int(re.search(r'data-stars="(\d)"', panel(view)).group(1))
-    expected = beats(by_id["round-robin"], {"figures": mine, "stars": stars})
+    expected = beats(by_id["round-robin"], measure(mission, scenario, run(scenario)))
     assert f'data-beats="{expected["beats"]:.6g}"' in panel(view)
     assert f"of the {expected['swept']:,} setups" in panel(view)
     bokeh = view["patches"]["bokeh"]
