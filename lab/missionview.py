@@ -29,6 +29,7 @@ nothing until the mission's setup is loaded.
 """
 
 import dataclasses
+import hashlib
 import html
 import math
 import re
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from missions import FIGURES, MISSIONS, Mission, Verdict, changed_fixed_keys, find_mission, unlocked
+from missions import FIGURES, MISSIONS, Mission, Prediction, Verdict, changed_fixed_keys, find_mission, unlocked
 from model import Scenario
 
 from .controls import control_of, describe, describe_event
@@ -50,11 +51,19 @@ __all__ = ["ACTIONS", "ASKING", "GUESS_INPUT", "HINT_AFTER_S", "Memo", "Play", "
            "read_memo", "read_progress", "with_stars"]
 
 ACTIONS = ("select_mission", "load_mission", "replay_best", "go_back", "ask_reset", "keep_progress", "reset_progress",
-           "predict", "skip_predict", "hint")
+           "predict", "skip_predict", "hint", "guess_next", "guess_figure")
 ASKING = "ask"  # page key `guess` while the page waits for the player's guess; then the guess itself
 GUESS_INPUT = "predict:guess"  # the slider the guess is read from (lab.layout)
 GUESS_RANGE = {"start": 0.0, "end": 1.0, "step": 0.01, "value": 0.5}  # the slider as built; each mission sets its own
 HINT_AFTER_S = 120  # a mission not passed after this long offers a hint
+# In free play the player may guess any headline figure of the next run: the figure, its slider, its question.
+FREE_GUESSES = {p.figure: p for p in (
+    Prediction("hit_rate", "What hit rate will the next change give?", 0.0, 1.0, 0.01),
+    Prediction("ttft_p50_ms", "What TTFT p50 will the next change give?", 0, 2000, 10),
+    Prediction("ttft_p99_ms", "What TTFT p99 will the next change give?", 0, 10000, 50),
+    Prediction("throughput_rps", "What throughput will the next change give?", 0, 20, 0.1),
+)}
+REVEALED = "shown:"  # `guess_base` once the guess was checked against the run of the setup after this prefix
 UNLOCK_HINT = "Running a workshop? Add &unlock=all to the address to open every mission."
 LOCK = ('<svg aria-hidden="true" width="10" height="12" viewBox="0 0 10 12"><rect x="1" y="5" width="8" height="6" '
         'rx="1" fill="currentColor"/><path d="M3 5V3.5a2 2 0 0 1 4 0V5" stroke="currentColor" fill="none"/></svg>')
@@ -89,6 +98,7 @@ class Teach:
     hints: int = 0  # hints shown so far
     offer: bool = False  # the mission has gone unpassed long enough to offer a hint
     standing: str = ""  # where the setup lands among the swept ones, in words (HTML)
+    figure: str = ""  # free play: the figure guessed (FREE_GUESSES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +208,24 @@ def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[st
         playing = play.playing
     elif kind == "reset_progress":
         progress, memo, playing = {}, dataclasses.replace(memo, best={}), play.playing
+    elif kind in ("guess_next", "guess_figure") and page.get("mission") is None:
+        playing = play.playing
+        figure = str(action.get("figure") or page.get("guess_figure") or "hit_rate")
+        page["guess_figure"] = figure if figure in FREE_GUESSES else "hit_rate"
+        page["guess"] = ASKING
+        page.pop("guess_base", None)
+    elif kind in ("predict", "skip_predict") and page.get("mission") is None:
+        playing = play.playing
+        guess = (action.get("inputs") or {}).get(GUESS_INPUT) if isinstance(action.get("inputs"), dict) else None
+        p = FREE_GUESSES.get(page.get("guess_figure", ""))
+        if kind == "skip_predict" or p is None:
+            for key in ("guess", "guess_figure", "guess_base"):
+                page.pop(key, None)
+        elif isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess):
+            page["guess"] = f"{min(p.hi, max(p.lo, round(guess / p.step) * p.step)):.6g}"
+            page["guess_base"] = setup_digest(scenario)  # the guess is for the first setup that differs from this
+        else:
+            notices = ("Set your guess on the slider, then check it.",)
     elif kind in ("predict", "skip_predict", "hint"):
         playing = play.playing
         mission, _ = chosen(page, progress)
@@ -229,6 +257,26 @@ def asks(mission: Mission, page: Mapping[str, str], progress: Mapping[str, int])
     if mission.predict is None or setting == "off":
         return False
     return setting == "on" or progress.get(mission.id, 0) == 0
+
+
+def setup_digest(scenario: Scenario) -> str:
+    """A short name for a setup, to tell in the address whether it changed since a guess."""
+    return hashlib.sha256(write_hash(scenario).encode()).hexdigest()[:10]
+
+
+def free_guess(page: Mapping[str, str], scenario: Scenario) -> dict[str, str]:
+    """The page keys after a settled change in free play: a guess made for "the next change" is checked
+    against this setup if it differs from the one the guess was made on; once checked, the next change
+    forgets it."""
+    base = page.get("guess_base", "")
+    if not base or "mission" in page:
+        return dict(page)
+    now = setup_digest(scenario)
+    if base.startswith(REVEALED):
+        if base != REVEALED + now:
+            return {k: v for k, v in page.items() if k not in ("guess", "guess_figure", "guess_base")}
+        return dict(page)
+    return {**page, "guess_base": REVEALED + now} if base != now else dict(page)
 
 
 def guessed(page: Mapping[str, str]) -> float | None:
@@ -293,7 +341,9 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
             f'{_reset(play)}</div>')
     listed = f'<ol class="mission-list{" compact" if mission else ""}">{"".join(items)}</ol>'
     if mission is None or verdict is None:
-        detail = ('<p class="hint">Pick a mission: it loads a broken setup, and you fix it with the controls it '
+        p = FREE_GUESSES.get(teach.figure)
+        guess = "" if p is None else _prediction(p, teach, "the next change")
+        detail = guess + ('<p class="hint">Pick a mission: it loads a broken setup, and you fix it with the controls it '
                   'names. One star for the goal, three for doing it with less.</p>'
                   '<details class="facilitator"><summary>Running a workshop?</summary><p>Add '
                   '<code>#unlock=all</code> to the page\'s address (or <code>&amp;unlock=all</code> after a '
@@ -344,7 +394,8 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, 
     if teach.asking and mission.predict is not None:
         verdict_html = ('<div class="verdict asking" role="status"><p class="verdict-head"><strong>First, a guess'
                         '</strong></p><p class="hint">The question is above the missions: guess, then see.</p></div>')
-    verdict_html += _prediction(mission, teach) + ("" if teach.asking else teach.standing) + _hints(mission, verdict, teach)
+    verdict_html += (_prediction(mission.predict, teach, "the broken start") + ("" if teach.asking else teach.standing)
+                     + _hints(mission, verdict, teach))
     allowed = ", ".join(_words(k) for k in mission.controls)
     kept = [k for k in mission.start.to_text() if k not in mission.controls]
     fixed_words = _fixed_words(mission.start, kept)
@@ -367,17 +418,19 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, 
             f'{best_line}<p class="actions">{" ".join(buttons)}</p>')
 
 
-def _prediction(mission: Mission, teach: Teach) -> str:
-    """The guess beside the truth, and how far off it was."""
-    p = mission.predict
-    if p is None or teach.guess is None or teach.truth is None:
+def _prediction(p: Prediction | None, teach: Teach, subject: str) -> str:
+    """The guess beside the truth for `subject` (the run it was about), and how far off it was."""
+    if p is None or teach.guess is None:
         return ""
     label, show = FIGURES[p.figure]
+    if teach.truth is None:
+        return (f'<p class="prediction" data-guess="{teach.guess:g}">Your guess for the {html.escape(label)} of '
+                f"{subject}: {html.escape(show(teach.guess))}. Now change something.</p>")
     off = abs(teach.guess - teach.truth)
     gap = f"{off * 100:.1f} points" if p.hi <= 1 else show(off)
     verdict = "spot on" if off <= p.step / 2 else f"{gap} {'high' if teach.guess > teach.truth else 'low'}"
     return (f'<p class="prediction" data-guess="{teach.guess:g}" data-truth="{teach.truth:g}">You guessed '
-            f'{html.escape(show(teach.guess))} for the {html.escape(label)} of the broken start; it was '
+            f'{html.escape(show(teach.guess))} for the {html.escape(label)} of {subject}; it was '
             f'<strong>{html.escape(show(teach.truth))}</strong>: {html.escape(verdict)}.</p>')
 
 

@@ -19,13 +19,14 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from missions import FIGURES, Mission, Verdict, beats, beats_rule, figures, measure
+from missions import FIGURES, Mission, Prediction, Verdict, beats, beats_rule, figures, measure
 from model import Result, Scenario
 
 from . import missionview
-from .missionview import ASKING, HINT_AFTER_S, Memo, Teach, guessed
+from .missionview import ASKING, FREE_GUESSES, HINT_AFTER_S, REVEALED, Memo, Teach, guessed
 
-__all__ = ["SWEEPS_KEY", "SWEEPS_URL", "empty_landscape", "landscape", "read_sweeps", "teach"]
+__all__ = ["SWEEPS_KEY", "SWEEPS_URL", "asked", "empty_landscape", "free", "landscape", "question_html", "read_sweeps",
+           "teach"]
 
 SWEEPS_KEY = "sweeps"  # the page's files: the build's distributions, once fetched
 SWEEPS_URL = "mission-sweeps.json"  # where the build writes them (lab.missionsweep.SITE_FILE)
@@ -66,6 +67,38 @@ def teach(page: Mapping[str, str], memo: Memo, mission: Mission, verdict: Verdic
     hints = min(len(mission.hints), int(shown)) if shown.isdigit() else 0
     offer = memo.since is not None and missionview.clock() - memo.since >= HINT_AFTER_S and not (verdict and verdict.passed)
     return Teach(asking, guess, truth, hints, offer, standing)
+
+
+def asked(mission: Mission | None, page: Mapping[str, str]) -> Prediction | None:
+    """The prediction the page is asking for: the mission's, or in free play the figure the player chose."""
+    if mission is not None:
+        return mission.predict
+    return FREE_GUESSES.get(page.get("guess_figure", ""))
+
+
+def question_html(mission: Mission | None, page: Mapping[str, str]) -> str:
+    """The question above the guess's slider; in free play with a choice of the figure to guess."""
+    p = asked(mission, page)
+    if p is None:
+        return ""
+    if mission is not None:
+        return html.escape(p.question)
+    choices = "".join(
+        f'<button type="button" data-action="guess_figure" data-figure="{f}" aria-pressed="{str(f == p.figure).lower()}">'
+        f"{html.escape(FIGURES[f][0])}</button> " for f in FREE_GUESSES)
+    return (f'{html.escape(p.question)}<br><span class="choices" role="group" aria-label="The figure to guess">'
+            f"{choices}</span>")
+
+
+def free(page: Mapping[str, str], result: Result) -> Teach:
+    """Free play's guess: asking, made and waiting for a change, or checked against the run after it."""
+    p = FREE_GUESSES.get(page.get("guess_figure", ""))
+    if p is None:
+        return Teach()
+    if page.get("guess") == ASKING:
+        return Teach(asking=True, figure=p.figure)
+    checked = page.get("guess_base", "").startswith(REVEALED)
+    return Teach(guess=guessed(page), truth=getattr(result, p.figure) if checked else None, figure=p.figure)
 
 
 def _scale(figure: str) -> float:

@@ -36,7 +36,7 @@ __all__ = ["MAX_HASH", "MAX_NOTICES", "PAGE_KEYS", "RENAMES", "SCHEMA", "HashSta
            "write_hash"]
 
 PAGE_KEYS = ("mission", "unlock", "explain", "trace", "base", "axes", "tree_replica", "tree_at", "predict", "guess",
-             "hint")  # state of the page itself, not of the scenario
+             "guess_figure", "guess_base", "hint")  # state of the page itself, not of the scenario
 VERSION_KEY = "v"
 UNVERSIONED = 1  # the schema of a hash without `v`
 SCHEMA = 1  # the schema this code writes; raise it with every entry added to RENAMES

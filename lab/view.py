@@ -263,6 +263,8 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         state = dataclasses.replace(state, page=page, playing=False, scored=False)
     elif isinstance(action, dict) and action:
         state = dataclasses.replace(_with_event_action(state, action), scored=state.playing)
+    if not request.get("live"):  # a free-play guess is checked against the first settled setup after it
+        state = dataclasses.replace(state, page=missionview.free_guess(state.page, state.scenario))
     return state
 
 
@@ -457,6 +459,8 @@ def derive(state: State) -> Derived:
         guessing = mission.predict is not None and missionview.guessed(state.page) is not None
         start = _played(state, mission.start, mission)[0] if guessing else None
         taught = teach.teach(state.page, play.memo, mission, verdict, start, standing)
+    elif mission is None:
+        taught = teach.free(state.page, result)
     return Derived(result, _summary(result), mission, verdict, progress,
                    missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch,
                    None if base_result is None else _summary(base_result), base_result, base_name, taught, land)
@@ -591,13 +595,15 @@ def patches(state: State, derived: Derived) -> dict:
         "#verdict-chip": {"hidden": mission is None or derived.teach.asking,
                           "html": missionview.chip_html(mission, derived.verdict)},
         "#predict": {"hidden": not derived.teach.asking},
-        "#predict-question": {"text": mission.predict.question if mission and mission.predict else ""},
-        "main.charts": {"attrs": {"data-veiled": "true" if derived.teach.asking else "false"}},
+        "#predict-question": {"html": teach.question_html(mission, state.page)},
+        "#predict-hint": {"text": "The charts and the number you guess stay hidden until you check it." if mission else
+                          "Check it, then change something: the run after your change is compared with it."},
+        "main.charts": {"attrs": {"data-veiled": "true" if derived.teach.asking and mission else "false"}},
         "#landscape": {"hidden": derived.land is None},
     }
     bokeh.update(derived.land or teach.empty_landscape())
-    if mission is not None and mission.predict is not None and derived.teach.asking:
-        p = mission.predict
+    p = teach.asked(mission, state.page) if derived.teach.asking else None
+    if p is not None:
         bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
                                           "format": "0%" if p.hi <= 1 else "0,0",
                                           "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
@@ -654,11 +660,13 @@ def _locked_axes(state: State, derived: Derived) -> dict[str, float]:
 def _compare_tools(state: State, derived: Derived) -> str:
     """The buttons that pin or clear the baseline and lock or free the axes."""
     pinned, locked = "base" in state.page, "axes" in state.page
+    guess = ("" if derived.mission is not None or "guess" in state.page else
+             ' <button type="button" data-action="guess_next">Guess the next change first</button>')
     pin_button = ('<button type="button" data-action="unpin">Clear the baseline</button>' if pinned else
                   '<button type="button" data-action="pin">Pin this run as the baseline</button>')
     lock_button = (f'<button type="button" data-action="{"free_axes" if locked else "lock_axes"}" '
                    f'aria-pressed="{"true" if locked else "false"}">Lock the axes</button>')
-    return pin_button + " " + lock_button
+    return pin_button + " " + lock_button + guess
 
 
 def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:

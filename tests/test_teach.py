@@ -32,7 +32,7 @@ def test_a_missions_first_run_asks_for_a_guess_and_holds_back_the_figure_until_i
     view = choose("round-robin")
     dom, bokeh = view["patches"]["dom"], view["patches"]["bokeh"]
     assert "guess=ask" in view["hash"] and not dom["#predict"]["hidden"]
-    assert dom["#predict-question"]["text"] == find_mission("round-robin").predict.question
+    assert dom["#predict-question"]["html"] == find_mission("round-robin").predict.question
     assert dom['[data-metric="hit_rate"]'] == {"text": "?", "attrs": {"data-value": ""}}
     assert dom["#verdict-chip"]["hidden"] and dom["main.charts"]["attrs"]["data-veiled"] == "true"
     assert bokeh[missionview.GUESS_INPUT]["format"] == "0%" and "hit rate" in bokeh[missionview.GUESS_INPUT]["title"]
@@ -125,3 +125,21 @@ def test_a_file_that_is_not_the_distributions_draws_no_landscape():
     broken = {SWEEPS_KEY: BytesSource("mission-sweeps.json", b"<html>not found</html>")}
     view = play(choose("cache-on"), broken, action={"type": "skip_predict"})
     assert view["patches"]["dom"]["#landscape"]["hidden"] and "Not passed yet" in panel(view)
+
+
+def test_in_free_play_any_headline_figure_can_be_guessed_and_the_next_change_checks_it():
+    view = handle({"hash": ""})
+    assert "Guess the next change first" in view["patches"]["dom"]["#compare-tools"]["html"]
+    view = play(view, action={"type": "guess_next"})
+    assert not view["patches"]["dom"]["#predict"]["hidden"] and view["patches"]["dom"]["main.charts"]["attrs"] == \
+        {"data-veiled": "false"}  # the run on screen is not the one guessed: nothing to hide
+    view = play(view, action={"type": "guess_figure", "figure": "ttft_p99_ms"})
+    assert view["patches"]["bokeh"][missionview.GUESS_INPUT]["end"] == missionview.FREE_GUESSES["ttft_p99_ms"].hi
+    view = play(view, action={"type": "predict", "inputs": {missionview.GUESS_INPUT: 300}})
+    assert "Now change something" in panel(view) and 'data-truth' not in panel(view)
+    checked = play(view, controls={"ctl:router.kind": "cache_aware"})
+    truth = checked["summary"]["ttft_p99_ms"]
+    assert f'data-guess="300" data-truth="{truth:g}"' in panel(checked) and f"{300 - truth:,.0f} ms high" in panel(checked)
+    assert 'class="prediction"' not in panel(play(checked, controls={"ctl:fleet.replicas": 5}))  # shown once
+    unknown = play(handle({"hash": ""}), action={"type": "guess_figure", "figure": "nonsense"})
+    assert "guess_figure=hit_rate" in unknown["hash"]
