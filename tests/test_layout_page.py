@@ -102,6 +102,11 @@ def test_layout_at_desk_and_phone_sizes_and_no_serious_accessibility_violations(
     before = page.evaluate("window.prefixLab.timings.changes.length")
     page.get_by_role("button", name=MONDAY).click()
     wait_answered(page, before)  # the mission's broken start is loaded and drawn
+    guess = page.get_by_role("button", name="Check my guess")  # a first play asks for a guess, in view
+    assert on_screen(page, page.locator("#predict-question")) and on_screen(page, guess)
+    before = page.evaluate("window.prefixLab.timings.changes.length")
+    page.get_by_role("button", name="Skip the guess").click()
+    wait_answered(page, before)
     for width, height in ((1440, 900), (1280, 720)):
         page.set_viewport_size({"width": width, "height": height})
         page.evaluate("window.scrollTo(0, 0)")
