@@ -2,11 +2,12 @@
 
     python bench/profile_pyodide.py
 
-Times `lab.view.handle` for the default setup, a replicas change, and 16
-cache-aware replicas at 8 sessions a second, in Pyodide (the npm package,
-under Node: the same interpreter as the page's worker) and in CPython, each
-for setups not computed before (other seeds) and for the same setup again,
-then prints cProfile's top functions by own time for a new setup under Pyodide.
+Times `lab.view.handle_json` (what the page's worker calls: the answer as
+JSON text) for the default setup, a replicas change, and 16 cache-aware
+replicas at 8 sessions a second, in Pyodide (the npm package, under Node:
+the same interpreter as the page's worker) and in CPython, each for setups
+not computed before (other seeds) and for the same setup again, then prints
+cProfile's top functions by own time for a new setup under Pyodide.
 """
 
 import json
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.build import _write_wheel, pyodide_dir  # noqa: E402
-from lab.view import handle  # noqa: E402
+from lab.view import handle_json  # noqa: E402
 
 REQUESTS = [
     ("default setup", {"hash": ""}),
@@ -34,8 +35,9 @@ REQUESTS = [
 def cpython_ms(requests: list[dict]) -> float:
     times = []
     for request in requests:
+        text = json.dumps(request)
         t0 = time.perf_counter()
-        handle(request)
+        handle_json(text)
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
 
@@ -57,7 +59,7 @@ def main() -> None:
     if done.returncode:
         sys.exit(f"profile_pyodide: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
     for label, request in REQUESTS:
-        handle(request)
+        handle_json(json.dumps(request))
         new, seen = cpython_ms([seeded(request, s) for s in range(2, 7)]), cpython_ms([request] * 5)
         print(f"{label}, CPython: a new setup {new:.1f} ms, the same setup again {seen:.1f} ms (medians of 5)")
     print(done.stdout)
