@@ -10,6 +10,8 @@ const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).
 const pyodide = await loadPyodide({ indexURL: `${pyodideDir}/` });
 pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
 pyodide.globals.set("requests_json", readFileSync(requestsPath, "utf8"));
+pyodide.globals.set("SORT", process.env.PROFILE_SORT ?? "tottime");
+pyodide.globals.set("ROWS", Number(process.env.PROFILE_ROWS ?? 12));
 try {
   process.stdout.write(pyodide.runPython(String.raw`
 import cProfile, io, json, pstats, time
@@ -40,10 +42,10 @@ for label, request in json.loads(requests_json):
     view.handle_json(json.dumps(seeded(request, 7)))
     profile.disable()
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(12)
+    pstats.Stats(profile, stream=text).sort_stats(SORT).print_stats(ROWS)
     body = text.getvalue()
     out.append(f"== {label}, Pyodide: a new setup {new:.1f} ms, the same setup again {seen:.1f} ms (medians of 5); "
-               "cProfile of a new setup (its overhead inflates builtins):\n" + body[body.index("ncalls"):])
+               f"cProfile of a new setup by {SORT} (its overhead inflates builtins):\n" + body[body.index("ncalls"):])
 "\n".join(out)
 `) + "\n");
 } catch (err) {
