@@ -28,6 +28,7 @@ arguments, so they can be called in any order, and twice):
 import dataclasses
 import html
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -655,7 +656,37 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
     dom["#explain"] = {"html": explained, "hidden": not explained}
+    for patch in dom.values():
+        if "html" in patch:
+            patch["html"] = _as_browsers_write(patch["html"])
     return {"bokeh": bokeh, "dom": dom}
+
+
+_TAG = re.compile(r"<[^<>]+>")
+_ATTRIBUTE = re.compile(r'(\s[^\s="<>/]+)(="[^"]*")?')  # the view's HTML quotes every value with "
+_VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
+
+
+def _as_browsers_write(text: str) -> str:
+    """HTML as the browser writes it back (`innerHTML`). The bridge rewrites a panel only when its HTML
+    differs, and a rewritten panel makes the browser lay the page out again before Bokeh can paint: so an
+    unchanged panel must read the same. Browsers give a bare attribute an empty value (`disabled=""`), and
+    write quotes as themselves where `html.escape` wrote `&#x27;` (and `&quot;` outside attributes)."""
+    out, at = [], 0
+    for tag in _TAG.finditer(text):
+        out.append(text[at:tag.start()].replace("&quot;", '"').replace("&#x27;", "'"))
+        written = tag.group()
+        if not written.startswith("</"):
+            closed = written.endswith("/>")
+            written = _ATTRIBUTE.sub(lambda m: m.group(1) + (m.group(2) or '=""').replace("&#x27;", "'"),
+                                     written[:-2].rstrip() + ">" if closed else written)
+            if closed:  # `<rect .../>` is written back `<rect ...></rect>`, `<br/>` as `<br>`
+                name = written[1:].split(None, 1)[0].rstrip(">")
+                written += "" if name in _VOID else f"</{name}>"
+        out.append(written)
+        at = tag.end()
+    out.append(text[at:].replace("&quot;", '"').replace("&#x27;", "'"))
+    return "".join(out)
 
 
 def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict[str, dict], str]:
