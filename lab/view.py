@@ -663,7 +663,7 @@ def patches(state: State, derived: Derived) -> dict:
 
 
 _TAG = re.compile(r"<[^<>]+>")
-_ATTRIBUTE = re.compile(r'(\s[^\s="<>/]+)(="[^"]*")?')  # the view's HTML quotes every value with "
+_ATTRIBUTE = re.compile(r"""(\s[^\s="'<>/]+)(="[^"]*"|='[^']*'|=[^\s"'>]+)?""")  # the view quotes values with "
 _VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 
 
@@ -678,8 +678,7 @@ def _as_browsers_write(text: str) -> str:
         written = tag.group()
         if not written.startswith("</"):
             closed = written.endswith("/>")
-            written = _ATTRIBUTE.sub(lambda m: m.group(1) + (m.group(2) or '=""').replace("&#x27;", "'"),
-                                     written[:-2].rstrip() + ">" if closed else written)
+            written = _ATTRIBUTE.sub(_attribute_as_written, written[:-2].rstrip() + ">" if closed else written)
             if closed:  # `<rect .../>` is written back `<rect ...></rect>`, `<br/>` as `<br>`
                 name = written[1:].split(None, 1)[0].rstrip(">")
                 written += "" if name in _VOID else f"</{name}>"
@@ -687,6 +686,13 @@ def _as_browsers_write(text: str) -> str:
         at = tag.end()
     out.append(text[at:].replace("&quot;", '"').replace("&#x27;", "'"))
     return "".join(out)
+
+
+def _attribute_as_written(m: re.Match) -> str:
+    value = m.group(2)
+    if value is None:
+        return m.group(1) + '=""'
+    return m.group(1) + (value.replace("&#x27;", "'") if value.startswith('="') else value)
 
 
 def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict[str, dict], str]:
