@@ -23,6 +23,13 @@ arguments, so they can be called in any order, and twice):
     pin(state, request) -> State        a baseline pinned or cleared, the axes locked or freed (`lab.compare`)
     derive(state) -> Derived            simulation, chosen mission, verdict, stars, open missions
     patches(state, derived) -> dict     what the page shows; answer() wraps it for the bridge
+
+What a change cannot alter is remembered, each memo keyed by everything its
+value depends on: whole answers by the state (`handle_json`), runs by the
+keys the simulation reads (`run`, which also hands the tree figure the trees
+at the run's end), and each figure's drawing by what it declares it reads
+(`_drawn`). Equal keys give equal values, so a remembered answer is the one
+a fresh view would give (tests/test_view_memo.py).
 """
 
 import dataclasses
