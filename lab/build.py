@@ -11,6 +11,7 @@ any static server:
                              a standard library trimmed to what the page imports and
                              precompiled to .pyc (lab/stdlib.py)
     wheels/                  this project's pure-Python wheel (model, missions, lab)
+    mission-sweeps.json      every mission's swept setups and their figures (lab/missionsweep.py)
     build.json               what was built from what, every file's size and sha256,
                              the sha256 of each page's inline scripts (for the CSP),
                              and `assets`: each asset's hashed name
@@ -188,6 +189,9 @@ def _fill(folder: Path, pyodide: Path) -> None:
     _write_pages(folder, assets)
     from .tracemission import write_slices  # missions' traffic from public traces: a fixed name, never hashed
     for note in write_slices(folder):
+        print(f"prefix-lab build: {note}", file=sys.stderr)
+    from .missionsweep import write_distributions  # every mission's sweep, cached by the model's digest
+    for note in write_distributions(folder):
         print(f"prefix-lab build: {note}", file=sys.stderr)
     _precompress(folder)
     files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from missions.sweep import BEATS_RULE
 from model import Scenario, ScenarioError, simulate
 
 __all__ = ["main"]
@@ -334,33 +335,66 @@ def _missions(args: argparse.Namespace) -> int:
     from missions import MISSIONS
 
     if args.json:
-        _out(json.dumps([m.summary() for m in MISSIONS], indent=1))
+        from .missionsweep import distributions
+
+        swept = distributions(progress=_note)
+        by_id = {d["id"]: d for d in swept["missions"]}
+        _out(json.dumps([{**m.summary(), "distribution": by_id.get(m.id), "beats_rule": swept["rule"],
+                          **({"not_swept": swept["missing"][m.id]} if m.id in swept["missing"] else {})}
+                         for m in MISSIONS], indent=1))
     else:
         for m in MISSIONS:
-            _out(f"{m.id:<18s} {m.title}\n{'':18s} goal: {m.goal_text()}")
+            x, y = m.tradeoff
+            _out(f"{m.id:<18s} {m.title}\n{'':18s} goal: {m.goal_text()}\n"
+                 f"{'':18s} grid: {len(m.setups())} setups of {', '.join(_grid_keys(m))}; trade-off: {x} against {y}")
     return 0
+
+
+def _grid_keys(mission: Any) -> list[str]:
+    from missions.sweep import grid_keys
+
+    return grid_keys(mission)
+
+
+def _note(text: str) -> None:
+    """A line about slow work on stderr, so that stdout stays the answer."""
+    try:
+        print(f"prefix-lab: {text}", file=sys.stderr)
+    except OSError:
+        pass
 
 
 def _score(args: argparse.Namespace) -> int:
     from missions import find_mission, score
+    from missions.sweep import beats, beats_rule, measure
 
     mission = find_mission(args.mission)
     if mission is None:
         from missions import MISSIONS
         raise UsageError(f"--mission {args.mission!r}: no such mission; known: {', '.join(m.id for m in MISSIONS)}")
     scenario = load_scenario(args.scenario, args.set, base=mission.start)
+    from .missionsweep import distributions
     from .tracemission import run_mission
     from .traces import CommandError
     try:
-        verdict = score(mission, scenario, run_mission(mission, scenario))
+        result = run_mission(mission, scenario)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
+    verdict = score(mission, scenario, result)
+    row = measure(mission, scenario, result)
+    swept = distributions([mission], progress=_note)["missions"]
+    place = beats(swept[0], row) if swept else None
     if args.json:
-        _out(json.dumps(verdict.to_dict(), indent=1))
+        _out(json.dumps({**verdict.to_dict(), "figures": row["figures"],
+                         **(place or {"beats": None, "ties": None, "swept": 0}), "beats_rule": beats_rule(mission)},
+                        indent=1))
     else:
         _out(f"{mission.id}: {'passed' if verdict.passed else 'not passed'}, {verdict.stars} star(s)")
         for reason in verdict.reasons:
             _out(f"  - {reason}")
+        if place is not None:
+            _out(f"  beats {place['beats'] * 100:.0f}% of the {place['swept']} setups swept "
+                 f"(ties {place['ties'] * 100:.0f}%): {beats_rule(mission)}")
     return 0
 
 
@@ -581,11 +615,14 @@ def parser() -> argparse.ArgumentParser:
                        help="the room's data folder (default: room-data beside the site folder)")
     serve.set_defaults(func=_serve)
 
-    missions = verbs.add_parser("missions", help="list the missions")
+    missions = verbs.add_parser("missions", help="list the missions (--json: with every swept setup of each)")
     missions.add_argument("--json", action="store_true", help="print as JSON")
     missions.set_defaults(func=_missions)
 
-    score = verbs.add_parser("score", help="score a setup against a mission")
+    score = verbs.add_parser(
+        "score", help="score a setup against a mission",
+        description="Score a setup against a mission: its stars, why, and the share of the mission's swept setups "
+                    "(prefix-lab missions --json) it beats. " + BEATS_RULE[0].upper() + BEATS_RULE[1:] + ".")
     score.add_argument("--mission", required=True, help="mission id (see prefix-lab missions)")
     score.add_argument("scenario", nargs="?", help="scenario JSON file (default: the mission's broken start)")
     score.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

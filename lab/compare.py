@@ -63,7 +63,8 @@ def bounds(*results: Result | None) -> dict[str, float]:
             continue
         s = r.series
         tops["ttft"] = max(tops["ttft"], *(v for v in s.ttft_p99_ms if v is not None), 0.0)
-        tops["memory"] = max(tops["memory"], *memory_data(r)["total"], 0.0)
+        memory = memory_data(r)
+        tops["memory"] = max(tops["memory"], *memory["total"], *memory["evicted"], 0.0)
         tops["dist"] = max(tops["dist"], *histogram([rec.ttft_ms for rec in r.records])["share"], 0.0)
     return {name: _nice(top * HEADROOM) for name, top in tops.items() if top > 0}
 

@@ -39,21 +39,26 @@ from model import (
     locality_comparison,
     money_of,
     prices_of,
+    queue_compare,
     roofline_of,
+    split_compare,
+    stall_demo,
+    stall_of,
     transfer_of,
     tree_at,
     warm_ttft_s,
 )
 from model import crossover as crossing
 
-from .fleetview import memory_data
+from .fleetview import PALETTE, memory_data, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
-           "PALETTE", "embed_figures", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
+           "PALETTE", "embed_figures", "replica_colour", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
 
-PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
 NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
+# Keys only serving mode's replicas read, and that change nothing else in lab mode (no note, no check).
+SERVING_ONLY = ("fleet.token_budget", "fleet.chunked_prefill", "fleet.max_running", "fleet.queue_guard_s")
 
 
 class Context(NamedTuple):
@@ -78,6 +83,8 @@ class Figure:
     fleet: bool = True  # drawn from the fleet's run
     example: tuple[tuple[str, str], ...] = ()  # keys and values of a setup that shows it, offered when it is empty
     constant: bool = False  # reads nothing that changes: drawn once, at build time, and never sent again
+    offer: str = "Load the article's setup"  # the button that loads `example`
+    costly: bool = False  # runs the fleet in other setups besides the page's: not redrawn while a slider moves
 
 
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
@@ -89,6 +96,7 @@ def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     ignored: tuple[str, ...] = NOT_SIMULATED
     if not scenario.fleet.decode:
         ignored += tuple(f"transfer.{key}" for tier, (key, _) in TIERS.items() if tier != scenario.fleet.fetch)
+        ignored += SERVING_ONLY
     return tuple((k, v) for k, v in scenario.to_text().items() if not k.startswith(ignored))
 
 
@@ -160,6 +168,8 @@ def _load_data(c: Context) -> dict[str, dict]:
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
+            "src:load_key": {"data": {"replica": names, "color": [replica_colour(i) for i in range(len(names))],
+                                      "x": [-s.bin_s * 0.5] * len(names), "width": [s.bin_s * 0.6] * len(names)}},
             "yr:load": {"factors": list(reversed(names))}}
 
 
@@ -176,17 +186,25 @@ def _load_caption(c: Context) -> str:
     queue = (f" The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
              if most >= 0.05 else " No replica ever had more than a few milliseconds of work queued.")
     return (f"Over the run, replica {hot} was busy {mean[hot]:.0%} of the time and replica {cold} "
-            f"{mean[cold]:.0%}; darker cells are busier.{queue}")
+            f"{mean[cold]:.0%}; darker cells are busier, and the swatch left of each row is the replica's colour in "
+            f"the tree and the table.{queue}")
 
 
 def _memory_caption(c: Context) -> str:
     s = c.result.series
     running = [sum(col) for col in zip(*s.kv_running_tokens)]
     cached = [sum(col) for col in zip(*s.kv_cached_tokens)]
+    pinned = [sum(col) for col in zip(*s.kv_pinned_tokens)]
+    evicted = [sum(col) for col in zip(*s.evicted_tokens)]
     if not running:
         return ""
-    return (f"At most {max(running):,} tokens of KV were held by running requests and "
-            f"{max(cached):,} by the prefix cache besides, across the fleet.")
+    busiest = max(range(len(evicted)), key=evicted.__getitem__)
+    gone = (f" The caches evicted {sum(evicted):,} tokens in all, most in the bin ending at "
+            f"{s.start_s[busiest] + s.bin_s:,.0f} s ({evicted[busiest]:,})." if sum(evicted)
+            else " Nothing was evicted.")
+    return (f"At most {max(running):,} tokens of KV were held by running requests ({max(pinned):,} of them cached "
+            f"prefixes pinned by queued and running requests) and {max(cached):,} by the prefix cache besides, "
+            f"across the fleet.{gone}")
 
 
 def histogram(ttfts: list[float]) -> dict:
@@ -395,6 +413,144 @@ def _roofline_caption(c: Context) -> str:
             f"{r['tokens_to_ridge']:,} to reach the ridge.{_profile_note(c.scenario)}")
 
 
+# -- prefill and decode (serving mode) --------------------------------------------------------
+
+SERVING = (("fleet.decode", "true"),)  # the example the serving-mode figures offer in lab mode
+QUEUED = SERVING + (("events", "burst@60+30x4"),)  # ...and one where requests wait, so the order matters
+JOIN_KEPT = 8  # demos kept: dragging the prefill slider back recomputes nothing
+_JOINS: "OrderedDict[tuple, dict[str, Any]]" = OrderedDict()
+JOIN_READS = ("roofline.prefill_tokens", "fleet.token_budget", "fleet.max_running", "slo.tbt_ms", "hardware.")
+JOIN_WAYS = (("alone", "the batch alone"), ("chunked", "chunked"), ("prefill_first", "prefill first"))
+
+
+def _join(c: Context) -> dict[str, Any]:
+    """`stall_demo` for the keys it reads, remembered: the other sliders of the page never recompute it."""
+    key = tuple((k, v) for k, v in c.scenario.to_text().items() if k.startswith(JOIN_READS))
+    if key not in _JOINS:
+        _JOINS[key] = stall_demo(c.scenario)
+        while len(_JOINS) > JOIN_KEPT:
+            _JOINS.popitem(last=False)
+    _JOINS.move_to_end(key)
+    return _JOINS[key]
+
+
+def _join_data(c: Context) -> dict[str, dict]:
+    d = _join(c)
+    out: dict[str, dict] = {}
+    for way, _ in JOIN_WAYS:
+        t = [round(x - d["join_s"], 6) for x in d[way]["step_end_s"]]
+        out[f"src:join_{way}"] = {"data": {"t": t, "gap": d[way]["gap_ms"]}}
+    ends = [t for way, _ in JOIN_WAYS for t in out[f"src:join_{way}"]["data"]["t"]]
+    out["src:join_slo"] = {"data": {"t": [min(ends, default=0.0), max(ends, default=1.0)],
+                                    "gap": [d["tbt_slo_ms"]] * 2}}
+    return out
+
+
+def _join_caption(c: Context) -> str:
+    d = _join(c)
+    alone, chunked, first = d["alone"], d["chunked"], d["prefill_first"]
+    return (f"{d['co_runners']} answers are decoding when a {d['prefill_tokens']:,}-token prompt arrives. Alone, no gap "
+            f"between their tokens exceeds {alone['co_stall_ms']:,.1f} ms. Chunked into steps of {d['token_budget']:,} "
+            f"tokens beside the decodes, every step of the prompt takes up to {chunked['co_stall_ms']:,.0f} ms; computed "
+            f"first, the answers stop for {first['co_stall_ms']:,.0f} ms. Their mean gap barely moves "
+            f"({alone['co_tpot_ms']:,.1f}, {chunked['co_tpot_ms']:,.1f} and {first['co_tpot_ms']:,.1f} ms): only the "
+            f"longest gap shows the stall. The dashed line is the {d['tbt_slo_ms']:,.0f} ms target."
+            f"{_profile_note(c.scenario)}")
+
+
+def _stall_data(c: Context) -> dict[str, dict]:
+    s = stall_of(c.result)
+    return {"src:stall": {"data": {"t": [round(t, 2) for t in s["arrival_s"]],
+                                   "stall": [round(v, 2) for v in s["stall_ms"]],
+                                   "tpot": [round(v, 2) for v in s["tpot_ms"]], "replica": s["replica"]}},
+            "src:stall_slo": {"data": {"t": [0.0, float(c.scenario.duration_s)], "gap": [s["tbt_slo_ms"]] * 2}}}
+
+
+def _stall_caption(c: Context) -> str:
+    if not c.scenario.fleet.decode:
+        return "Lab mode computes prompts but makes no answers, so nothing here pauses. Turn on serving mode to see them."
+    s = stall_of(c.result)
+    if not s["tpot_ms"]:
+        return "No answer of two tokens or more finished in this run."
+    return (f"Each dot is an answer, at the time its request arrived: its longest gap between tokens (dark) and its "
+            f"mean gap (light). {s['tbt_slo_met']:.1%} of answers never paused longer than {s['tbt_slo_ms']:,.0f} ms; "
+            f"judged by their mean gap, {s['mean_within_slo']:.1%} would have passed. The longest pause was "
+            f"{max(s['stall_ms']):,.0f} ms.")
+
+
+def _split(c: Context) -> dict[str, Any] | None:
+    return split_compare(c.scenario, c.run) if c.scenario.fleet.decode else None
+
+
+def _setup_names(d: dict[str, Any]) -> list[str]:
+    return [f"{d['gpus']} co-located", f"split {d['prefill_replicas']} + {d['decode_replicas']}"]
+
+
+def _split_data(c: Context) -> dict[str, dict]:
+    d = _split(c)
+    rows = [] if d is None else [(name, f) for name, f in zip(_setup_names(d), (d["colocated"], d["split"])) if f]
+    pct = [lambda f: _pct(f["ttft_slo_met"]), lambda f: _pct(f["tbt_slo_met"])]
+    return {"src:split": {"data": {"setup": [n for n, _ in rows], "zero": [0] * len(rows),
+                                   "ttft": [pct[0](f) for _, f in rows], "tbt": [pct[1](f) for _, f in rows],
+                                   "ttft_p99": [f["ttft_p99_ms"] for _, f in rows],
+                                   "stall_p99": [f["stall_p99_ms"] for _, f in rows],
+                                   "hit": [_pct(f["hit_rate"]) for _, f in rows]}},
+            "yr:split": {"factors": list(reversed(_setup_names(d))) if d else ["co-located", "split"]}}
+
+
+def _meets(f: dict[str, Any]) -> str:
+    met = [what for what, ok in (("the TTFT target", f["meets_ttft"]), ("the gap target", f["meets_tbt"])) if ok]
+    return " and ".join(met) if met else "neither target"
+
+
+def _split_caption(c: Context) -> str:
+    d = _split(c)
+    if d is None:
+        return ("The split is a serving-mode setup: turn on serving mode to run this traffic co-located and split "
+                "on as many GPUs.")
+    together, apart = d["colocated"], d["split"]
+    slo = d["slo"]
+    head = (f"On {d['gpus']} GPUs, a target counts as met when {slo['share']:.0%} of requests are within it (first "
+            f"token within {slo['ttft_ms']:,.0f} ms, no gap between tokens over {slo['tbt_ms']:,.0f} ms). Co-located: "
+            f"{together['ttft_slo_met']:.1%} and {together['tbt_slo_met']:.1%}, meeting {_meets(together)}.")
+    if apart is None:
+        return head + " " + " ".join(n[0].upper() + n[1:] + "." for n in d["notes"])
+    return (head + f" Split {d['prefill_replicas']} + {d['decode_replicas']}: {apart['ttft_slo_met']:.1%} and "
+            f"{apart['tbt_slo_met']:.1%}, meeting {_meets(apart)}; its TTFT p99 is {apart['ttft_p99_ms']:,.0f} ms "
+            f"against {together['ttft_p99_ms']:,.0f}, and its longest gaps (p99) {apart['stall_p99_ms']:,.0f} ms "
+            f"against {together['stall_p99_ms']:,.0f}.")
+
+
+def _queue(c: Context) -> dict[str, Any] | None:
+    return queue_compare(c.scenario, c.run) if c.scenario.fleet.decode else None
+
+
+def _queue_data(c: Context) -> dict[str, dict]:
+    d = _queue(c)
+    out = {}
+    for order in ("fcfs", "longest_prefix_first"):
+        series = d[order]["series"] if d else {"start_s": [], "ttft_p99_ms": []}
+        bin_s = c.result.series.bin_s
+        out[f"src:queue_{order}"] = {"data": {"t": [round(t + bin_s / 2, 3) for t in series["start_s"]],
+                                              "p99": series["ttft_p99_ms"]}}
+    return out
+
+
+def _queue_caption(c: Context) -> str:
+    d = _queue(c)
+    if d is None:
+        return ("Queue order is a serving-mode setting: turn on serving mode to run this traffic first come first "
+                "served and longest prefix first.")
+    a, b = d["fcfs"], d["longest_prefix_first"]
+    text = (f"First come first served: hit rate {a['hit_rate']:.1%}, TTFT p50 {a['ttft_p50_ms']:,.0f} ms, p99 "
+            f"{a['ttft_p99_ms']:,.0f} ms, longest wait {a['max_queue_ms']:,.0f} ms. Longest prefix first (a request "
+            f"that has waited {d['guard_s']:g} s goes ahead of later ones): {b['hit_rate']:.1%}, "
+            f"{b['ttft_p50_ms']:,.0f} ms, {b['ttft_p99_ms']:,.0f} ms, {b['max_queue_ms']:,.0f} ms.")
+    if a["max_queue_ms"] == b["max_queue_ms"] and a["ttft_p99_ms"] == b["ttft_p99_ms"]:
+        text += " Nothing changed: requests rarely wait behind one another here, so there is nothing to reorder."
+    return text
+
+
 @functools.cache
 def _locality() -> dict[str, Any]:
     return locality_comparison()
@@ -449,13 +605,24 @@ ARTICLE_FIGURES: tuple[Figure, ...] = (
            controls=("transfer.prompt_tokens", "transfer.cached_tokens", "transfer.rdma_gbps", "transfer.host_gb_s",
                      "transfer.nvme_gb_s")),
     Figure("fanout", "A fan-out racing for the cache", _fanout_data, _fanout_caption,
-           controls=("traffic.kind", "traffic.agent_fanout", "traffic.agent_warm_first"), example=tuple(RACE.items())),
+           controls=("traffic.kind", "traffic.agent_fanout", "traffic.agent_warm_first"), example=tuple(RACE.items()),
+           costly=True),
     Figure("api", "When prompt caching pays", _api_data, _api_caption, reads=("money.",), fleet=False,
            controls=("money.calls", "money.gap_s", "money.lifetime_s")),
     Figure("gpu", "What the fleet's GPU time costs", _gpu_data, _gpu_caption, reads=("money.",),
            controls=("money.gpu_usd_per_hour",)),
     Figure("roofline", "Prefill and decode on one roofline", _roofline_data, _roofline_caption,
            reads=("roofline.", "hardware."), fleet=False, controls=("roofline.prefill_tokens", "roofline.batch")),
+    Figure("join", "A long prompt joins the batch", _join_data, _join_caption, reads=JOIN_READS, fleet=False,
+           controls=("roofline.prefill_tokens", "fleet.token_budget")),
+    Figure("stall", "Answers that pause", _stall_data, _stall_caption, controls=("fleet.decode", "slo.tbt_ms"),
+           example=SERVING, offer="Turn on serving mode"),
+    Figure("split", "Co-located or split, on as many GPUs", _split_data, _split_caption,
+           controls=("fleet.decode", "fleet.prefill_replicas", "fleet.decode_replicas", "fleet.handoff", "slo.ttft_ms",
+                     "slo.tbt_ms"), example=SERVING, offer="Turn on serving mode", costly=True),
+    Figure("queue", "Which waiting request goes first", _queue_data, _queue_caption,
+           controls=("fleet.decode", "fleet.queue_order", "fleet.queue_guard_s"), example=QUEUED,
+           offer="Serving mode, with a burst", costly=True),
     Figure("locality", "A published measurement, reproduced", _locality_data, _locality_caption, fleet=False,
            constant=True),
 )
@@ -618,7 +785,8 @@ def _tree_data(c: Context) -> dict[str, dict]:
     names = [replica_name(i) for i in range(max(1, c.scenario.fleet.replicas))]
     step = c.result.series.bin_s
     widgets: dict[str, dict] = {"tree:replica": {"options": names, "value": names[replica]},
-               "tree:at": {"start": 0.0, "end": end, "step": step, "value": end if at is None else at}}
+               "tree:at": {"start": 0.0, "end": end, "step": step, "value": end if at is None else at},
+               "fig:tree": {"outline_line_color": replica_colour(replica)}}  # framed in its replica's colour
     cols: dict[str, list] = {k: [] for k in ("x", "y", "width", "color", "line", "name", "tokens", "state", "label")}
     gone: dict[str, list] = {"x": [], "width": [], "name": [], "tokens": []}
     if snap is None:
@@ -665,7 +833,8 @@ def _tree_caption(c: Context) -> str:
             + (f", most from {tree_name(snap.evicted_by_branch[0][0])}" if snap.evicted_by_branch else "") + ".")
     return (f"At {snap.at_s:,.0f} s replica {snap.replica}'s radix tree holds {snap.total_tokens:,} of "
             f"{snap.capacity:,} tokens in {len(snap.nodes):,} nodes under {branches:,} branches; "
-            f"{snap.pinned_tokens:,} are pinned by queued or running requests. The biggest branches: {biggest}.{gone}")
+            f"{snap.pinned_tokens:,} are pinned by queued or running requests. The biggest branches: {biggest}.{gone} "
+            "The frame is the replica's colour in the load strip and the table.")
 
 
 TREE = Figure("tree", "The radix tree of one replica", _tree_data, _tree_caption,

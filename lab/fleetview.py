@@ -21,8 +21,16 @@ from typing import Any
 
 from model import ROUTERS, Result, Scenario
 
-__all__ = ["EXPLAIN_ROWS", "explain_html", "memory_data", "replicas_html", "router_html", "serving_html",
-           "slowest_html"]
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
+REPLICA_COLOURS = PALETTE[:6] + (PALETTE[7], "#999999")  # Okabe-Ito without its yellow, which white swallows
+
+
+def replica_colour(i: int) -> str:
+    """One colour per replica, the same in every chart and table that tells replicas apart."""
+    return REPLICA_COLOURS[i % len(REPLICA_COLOURS)]
+
+__all__ = ["EXPLAIN_ROWS", "PALETTE", "explain_html", "memory_data", "replica_colour", "replicas_html", "router_html",
+           "serving_html", "slowest_html"]
 
 EXPLAIN_ROWS = 8  # slowest requests listed with a "what the router saw" button
 
@@ -49,13 +57,15 @@ def serving_html(result: Result) -> str:
 
 
 def memory_data(result: Result) -> dict[str, list[Any]]:
-    """Per bin (at its end), the fleet's KV tokens held by running requests and by the cache besides, in thousands."""
+    """Per bin (at its end), the fleet's KV tokens held by running requests, the cached prefixes they pin, and
+    the cache besides; and per bin (at its middle, `mid`), the tokens evicted in it; in thousands."""
     s = result.series
     ends = [round(t + s.bin_s, 3) for t in s.start_s]
-    running = [round(sum(col) / 1000, 3) for col in zip(*s.kv_running_tokens)] if s.kv_running_tokens else []
-    cached = [round(sum(col) / 1000, 3) for col in zip(*s.kv_cached_tokens)] if s.kv_cached_tokens else []
-    return {"t": ends[:len(running)], "running": running, "cached": cached,
-            "total": [round(a + b, 3) for a, b in zip(running, cached)]}
+    running, cached, pinned, evicted = ([round(sum(col) / 1000, 3) for col in zip(*rows)] for rows in (
+        s.kv_running_tokens, s.kv_cached_tokens, s.kv_pinned_tokens, s.evicted_tokens))
+    return {"t": ends[:len(running)], "running": running, "cached": cached, "pinned": pinned,
+            "evicted": evicted, "mid": [round(t + s.bin_s / 2, 3) for t in s.start_s][:len(evicted)],
+            "width": [s.bin_s * 0.8] * len(evicted), "total": [round(a + b, 3) for a, b in zip(running, cached)]}
 
 
 def router_html(scenario: Scenario, result: Result) -> str:
@@ -71,7 +81,8 @@ def router_html(scenario: Scenario, result: Result) -> str:
 
 def replicas_html(result: Result) -> str:
     """One row per replica, as `prefix-lab run` prints them: requests, hit rate, utilisation, prefill GPU-s."""
-    rows = "".join(f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>"
+    rows = "".join(f'<tr><td><span class="swatch" style="background:{replica_colour(r.index)}"></span>{r.index}</td>'
+                   f"<td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>"
                    f"<td>{r.utilisation:.0%}</td><td>{r.prefill_gpu_s:,.1f}</td></tr>" for r in result.replicas)
     head = "".join(f'<th scope="col">{name}</th>' for name in ("Replica", "Requests", "Hit rate", "Busy",
                                                                  "Prefill GPU-s"))

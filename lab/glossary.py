@@ -151,6 +151,9 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry("slo.tbt_ms", "TBT target", "The longest pause between two tokens of an answer; an answer that stops for "
           "longer even once has missed it.",
           brief="Longest acceptable pause between two tokens."),
+    Entry("fleet.token_budget", "Token budget", "Serving mode: the most tokens one step of a replica computes, its "
+          "decodes and the chunk of a prompt beside them; a long prompt is computed a budget at a time.",
+          brief="Most tokens one step computes; prompts go in chunks of it."),
     Entry("roofline.batch", "Decode batch", "Sequences decoding together: one step reads every weight once and does "
           "one token of arithmetic for each of them.",
           brief="Sequences sharing one decode step."),

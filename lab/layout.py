@@ -39,15 +39,27 @@ from bokeh.models import (
     LabelSet,
     LinearColorMapper,
     Range1d,
+    Span,
 )
 from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from model import Scenario
+from model import SLO_SHARE, Scenario
 
 from .controls import CONTROLS, EVENT_INPUTS, Control
-from .figures import ARTICLE_FIGURES, EMBED_CONTROLS, EMBED_FIGURES, FIGURES, FLEET_CHARTS, PALETTE, TREE_COLOURS
+from .figures import (
+    ARTICLE_FIGURES,
+    EMBED_CONTROLS,
+    EMBED_FIGURES,
+    FIGURES,
+    FLEET_CHARTS,
+    JOIN_WAYS,
+    PALETTE,
+    TREE_COLOURS,
+    replica_colour,
+)
+from .missionview import GUESS_INPUT, GUESS_RANGE
 
 __all__ = ["embed_page", "lab_page"]
 
@@ -187,18 +199,18 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "ttft" in which:
         f = _time_figure("Time to first token", "ms", "fig:ttft", events)
         f.y_range = _locked_range("ttft", data)
-        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color="#1f77b4", alpha=0.3, line_dash="dashed")
-        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color="#d62728", alpha=0.3, line_dash="dashed")
-        f.line("t", "p50", source=sources["src:ttft"], line_width=2, color="#1f77b4", legend_label="p50")
-        f.line("t", "p99", source=sources["src:ttft"], line_width=2, color="#d62728", legend_label="p99")
+        f.line("t", "p50", source=sources["src:ttft_base"], line_width=2, color=PALETTE[0], alpha=0.3, line_dash="dashed")
+        f.line("t", "p99", source=sources["src:ttft_base"], line_width=2, color=PALETTE[3], alpha=0.3, line_dash="dashed")
+        f.line("t", "p50", source=sources["src:ttft"], line_width=2, color=PALETTE[0], legend_label="p50")
+        f.line("t", "p99", source=sources["src:ttft"], line_width=2, color=PALETTE[3], legend_label="p99")
         _legend_above(f)
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
         out["ttft"] = f
     if "hit" in which:
         f = _time_figure("Prefix cache hit rate", "% of prompt tokens", "fig:hit", events)
         f.y_range.end = 100
-        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color="#2ca02c", alpha=0.3, line_dash="dashed")
-        f.line("t", "hit", source=sources["src:hit"], line_width=2, color="#2ca02c")
+        f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color=PALETTE[2], alpha=0.3, line_dash="dashed")
+        f.line("t", "hit", source=sources["src:hit"], line_width=2, color=PALETTE[2])
         f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
         out["hit"] = f
     if "load" in which:
@@ -209,6 +221,8 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
         mapper = LinearColorMapper(palette=BUSY, low=BUSY_PERCENT[0], high=BUSY_PERCENT[1])
         f.rect(x="t", y="replica", width="width", height=0.9, source=sources["src:load"], line_color=None,
                fill_color={"field": "busy", "transform": mapper})
+        f.rect(x="x", y="replica", width="width", height=0.9, source=sources["src:load_key"], line_color=None,
+               fill_color="color")  # each replica's own colour, as in the tree and the table
         f.add_layout(ColorBar(color_mapper=mapper, title="% busy", width=8, padding=4), "right")
         f.add_tools(HoverTool(tooltips=[("", "@replica"), ("t", "@t{0} s"), ("busy", "@busy{0}%"),
                                         ("queued at the end", "@backlog{0.0} s")]))
@@ -217,14 +231,19 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     if "memory" in which:
         f = _time_figure("KV memory of the fleet", "thousand tokens", "fig:memory", events)
         f.y_range = _locked_range("memory", data)
-        f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=("#d95f02", "#7570b3"),
-                      alpha=0.7, legend_label=["held by running requests", "prefix cache besides"])
+        f.varea_stack(["running", "cached"], x="t", source=sources["src:memory"], color=(PALETTE[1], PALETTE[5]),
+                      alpha=0.7, legend_label=["running requests", "prefix cache besides"])
+        f.line("t", "pinned", source=sources["src:memory"], line_width=2, color=PALETTE[7], line_dash="dotted",
+               legend_label="prefixes they pin")
+        f.vbar(x="mid", top="evicted", width="width", source=sources["src:memory"], color=PALETTE[4], alpha=0.8,
+               legend_label="evicted in the bin")
         f.line("t", "total", source=sources["src:memory_base"], line_width=2, color="#444444", alpha=0.5,
                line_dash="dashed")
-        f.legend.location = "top_left"
-        f.legend.background_fill_alpha = 0.6
-        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("cached", "@cached{0.0}k")],
-                              mode="vline"))
+        _legend_above(f)
+        f.legend.nrows = 2  # four entries: two rows fit a phone
+        f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("pinned", "@pinned{0.0}k"),
+                                        ("cached", "@cached{0.0}k"), ("evicted in the bin", "@evicted{0.0}k")],
+                              mode="vline", renderers=[f.renderers[-2]]))
         out["memory"] = f
     for f in out.values():  # y ranges follow the data, not the event shading drawn on its own 0..1 range
         if not isinstance(f.y_range, (Range1d, FactorRange)):
@@ -247,6 +266,8 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     for name in which:
         if name in ARTICLE_DRAW:
             out[name] = ARTICLE_DRAW[name](sources)
+    if "split" in which:
+        out["split"] = _split(sources, data)
     return out
 
 
@@ -364,7 +385,66 @@ def _roofline(sources: dict[str, ColumnDataSource]) -> Any:
     return f
 
 
-ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu}
+def _join(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Gap before each token of the answers decoding", "fig:join", height=260, y_axis_type="log",
+               x_axis_label="seconds since the long prompt arrived", y_axis_label="gap between tokens (ms)")
+    for (way, label), color in zip(JOIN_WAYS, ("#888888", PALETTE[0], PALETTE[3])):
+        f.step("t", "gap", source=sources[f"src:join_{way}"], mode="before", line_width=2, color=color,
+               legend_label=label)  # a gap is the time up to its token
+    f.line("t", "gap", source=sources["src:join_slo"], line_dash="dashed", color="#444444", legend_label="target")
+    f.add_tools(HoverTool(tooltips=[("", "$name"), ("after", "@t{0.000} s"), ("gap", "@gap{0,0.0} ms")],
+                          renderers=f.renderers[:3]))
+    for r, (_, label) in zip(f.renderers, JOIN_WAYS):
+        r.name = label
+    _legend_above(f)
+    return f
+
+
+def _stall(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Longest and mean gap of each answer", "fig:stall", height=260,
+               x_axis_label="time the request arrived (s)", y_axis_label="gap between tokens (ms)")
+    f.scatter("t", "tpot", source=sources["src:stall"], size=4, color=PALETTE[5], alpha=0.5, legend_label="mean gap")
+    f.scatter("t", "stall", source=sources["src:stall"], size=4, color=PALETTE[3], alpha=0.7,
+              legend_label="longest gap")
+    f.line("t", "gap", source=sources["src:stall_slo"], line_dash="dashed", color="#444444", legend_label="target")
+    f.add_tools(HoverTool(tooltips=[("arrived", "@t{0.0} s"), ("replica", "@replica"), ("longest gap", "@stall{0,0} ms"),
+                                    ("mean gap", "@tpot{0.0} ms")], renderers=f.renderers[:2]))
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+def _split(sources: dict[str, ColumnDataSource], data: dict) -> Any:
+    f = _plain("Requests within each target", "fig:split", height=210, x_axis_label="% of requests",
+               y_range=FactorRange(*data["yr:split"]["factors"], name="yr:split"))
+    f.hbar(y=dodge("setup", 0.17, range=f.y_range), left="zero", right="ttft", height=0.3,
+           source=sources["src:split"], color=PALETTE[0], legend_label="first token in time")
+    f.hbar(y=dodge("setup", -0.17, range=f.y_range), left="zero", right="tbt", height=0.3,
+           source=sources["src:split"], color=PALETTE[1], legend_label="no gap over the target")
+    f.add_layout(Span(location=SLO_SHARE * 100, dimension="height", line_dash="dashed", line_color="#444444"))
+    f.add_tools(HoverTool(tooltips=[("", "@setup"), ("first token in time", "@ttft{0.0}%"),
+                                    ("no long gap", "@tbt{0.0}%"), ("TTFT p99", "@ttft_p99{0,0} ms"),
+                                    ("longest gap p99", "@stall_p99{0,0} ms"), ("hit rate", "@hit{0.0}%")]))
+    f.x_range = Range1d(0, 100)
+    _legend_above(f)
+    return f
+
+
+def _queue(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("TTFT p99 over time, by queue order", "fig:queue", height=250, x_axis_label="time (s)",
+               y_axis_label="ms")
+    f.line("t", "p99", source=sources["src:queue_fcfs"], line_width=2, color=PALETTE[1],
+           legend_label="first come first served")
+    f.line("t", "p99", source=sources["src:queue_longest_prefix_first"], line_width=2, color=PALETTE[0],
+           line_dash="dashed", legend_label="longest prefix first")
+    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p99", "@p99{0,0} ms")], mode="vline"))
+    f.y_range.start = 0
+    _legend_above(f)
+    return f
+
+
+ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu,
+                "join": _join, "stall": _stall, "queue": _queue}
 
 
 def _apply_widget_values(column: pn.Column, view: dict) -> None:
@@ -385,6 +465,35 @@ def _apply_widget_values(column: pn.Column, view: dict) -> None:
             w.disabled = patch["disabled"]
 
 
+def predict_controls() -> pn.Column:
+    """A mission's guess: a slider (its range, step, format and title set by the view) and the button that
+    sends its value with the `predict` action."""
+    guess = FloatSlider(name="Your guess", **GUESS_RANGE, tags=[GUESS_INPUT, _aria("Your guess")],
+                        sizing_mode="stretch_width", margin=(4, 8))
+    check = pn.widgets.Button(name="Check my guess", button_type="primary", sizing_mode="stretch_width",
+                              margin=(6, 8), tags=["act:predict"])
+    check.js_on_click(code=f"window.prefixLab && window.prefixLab.action({{type: 'predict'}}, ['{GUESS_INPUT}'])")
+    return pn.Column(guess, check, sizing_mode="stretch_width", margin=0)
+
+
+def landscape(view: dict) -> Any:
+    """Every swept setup of the open mission on its two conflicting figures (lab.teach fills it)."""
+    data = view["patches"]["bokeh"]
+    sources = {name: ColumnDataSource(data[name]["data"], name=name)
+               for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
+    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
+    f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
+    f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
+    dots = f.scatter("x", "y", source=sources["src:land"], size=7, color="color", alpha=0.8, line_color="#666666",
+                     line_width=0.5)
+    f.scatter("x", "y", source=sources["src:land_start"], marker="square", size=11, color="#ffffff",
+              line_color=PALETTE[3], line_width=2)
+    f.scatter("x", "y", source=sources["src:land_you"], marker="diamond", size=16, color=PALETTE[7],
+              line_color="#ffffff")
+    f.add_tools(HoverTool(renderers=[dots], tooltips=[("", "@setup"), ("stars", "@stars")]))
+    return f
+
+
 def lab_page(view: dict) -> pn.Template:
     template = pn.Template((STATIC / "index.html.j2").read_text(encoding="utf-8"),
                            nb_template=None)
@@ -392,6 +501,8 @@ def lab_page(view: dict) -> pn.Template:
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
     template.add_panel("events", event_controls())
+    template.add_panel("predict", predict_controls())
+    template.add_panel("landscape", pn.pane.Bokeh(landscape(view), sizing_mode="stretch_width", margin=0))
     _add_figures(template, view, beside=True)
     return template
 
@@ -449,6 +560,8 @@ def _tree(sources: dict[str, ColumnDataSource]) -> Any:
     f.add_tools(HoverTool(renderers=[gone], tooltips=[("evicted from", "@name"), ("tokens", "@tokens{0,0}")]))
     f.yaxis.visible = False
     f.ygrid.visible = False
+    f.outline_line_width = 3
+    f.outline_line_color = replica_colour(0)  # the view frames it in its replica's colour (`fig:tree`)
     f.x_range.bounds = None
     _legend_above(f)
     return f

@@ -28,24 +28,33 @@ reached that way; a link or an edited address shows its verdict but earns
 nothing until the mission's setup is loaded.
 """
 
+import dataclasses
 import html
+import math
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from missions import MISSIONS, Mission, Verdict, changed_fixed_keys, find_mission, unlocked
+from missions import FIGURES, MISSIONS, Mission, Verdict, changed_fixed_keys, find_mission, unlocked
 from model import Scenario
 
 from .controls import control_of, describe, describe_event
 from .glossary import term
 from .urlstate import read_hash, write_hash
 
-__all__ = ["ACTIONS", "Memo", "Play", "apply_action", "chosen", "chip_html", "open_missions", "panel_html",
+__all__ = ["ACTIONS", "ASKING", "GUESS_INPUT", "HINT_AFTER_S", "Memo", "Play", "Teach", "apply_action", "asks", "clock",
+           "guessed", "chosen", "chip_html", "open_missions", "panel_html",
            "read_memo", "read_progress", "with_stars"]
 
-ACTIONS = ("select_mission", "load_mission", "replay_best", "go_back", "ask_reset", "keep_progress", "reset_progress")
+ACTIONS = ("select_mission", "load_mission", "replay_best", "go_back", "ask_reset", "keep_progress", "reset_progress",
+           "predict", "skip_predict", "hint")
+ASKING = "ask"  # page key `guess` while the page waits for the player's guess; then the guess itself
+GUESS_INPUT = "predict:guess"  # the slider the guess is read from (lab.layout)
+GUESS_RANGE = {"start": 0.0, "end": 1.0, "step": 0.01, "value": 0.5}  # the slider as built; each mission sets its own
+HINT_AFTER_S = 120  # a mission not passed after this long offers a hint
 UNLOCK_HINT = "Running a workshop? Add &unlock=all to the address to open every mission."
 LOCK = ('<svg aria-hidden="true" width="10" height="12" viewBox="0 0 10 12"><rect x="1" y="5" width="8" height="6" '
         'rx="1" fill="currentColor"/><path d="M3 5V3.5a2 2 0 0 1 4 0V5" stroke="currentColor" fill="none"/></svg>')
@@ -61,12 +70,25 @@ class Memo:
     best: Mapping[str, str] = field(default_factory=dict)  # mission id -> hash of the setup that earned its best stars
     played: tuple[str, ...] = ()  # hashes written while a mission was played from its start, newest last
     back: str | None = None  # the hash before the player chose a mission, for "Back to my setup"
+    since: float | None = None  # when the player chose the mission they are in (seconds since the epoch)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "best", MappingProxyType(dict(self.best)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"best": dict(self.best), "played": list(self.played), "back": self.back}
+        return {"best": dict(self.best), "played": list(self.played), "back": self.back, "since": self.since}
+
+
+@dataclass(frozen=True, slots=True)
+class Teach:
+    """What the panel shows around the verdict: the prediction, the hints, where the setup stands."""
+
+    asking: bool = False  # the page waits for a guess: the verdict and the guessed figure are held back
+    guess: float | None = None
+    truth: float | None = None  # the guessed figure on the broken start
+    hints: int = 0  # hints shown so far
+    offer: bool = False  # the mission has gone unpassed long enough to offer a hint
+    standing: str = ""  # where the setup lands among the swept ones, in words (HTML)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +114,14 @@ def read_memo(raw: Any) -> Memo:
     """The memo from whatever the browser sent; anything malformed is dropped."""
     if not isinstance(raw, dict):
         return Memo()
-    best, played, back = raw.get("best"), raw.get("played"), raw.get("back")
+    best, played, back, since = raw.get("best"), raw.get("played"), raw.get("back"), raw.get("since")
     best = best if isinstance(best, dict) else {}
     played = played if isinstance(played, list) else []
+    if not (isinstance(since, (int, float)) and not isinstance(since, bool) and math.isfinite(since)):
+        since = None
     return Memo({k: v for k, v in best.items() if isinstance(k, str) and _ID.fullmatch(k) and _is_hash(v)},
-                tuple(h for h in played if _is_hash(h))[-PLAYED_KEPT:], back if _is_hash(back) else None)
+                tuple(h for h in played if _is_hash(h))[-PLAYED_KEPT:], back if _is_hash(back) else None,
+                None if since is None else float(since))
 
 
 def _is_hash(value: Any) -> bool:
@@ -139,14 +164,18 @@ def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[st
     playing, progress, asking = False, play.progress, False
     if kind == "select_mission":
         wanted = str(action.get("mission") or "")
-        page.pop("mission", None)
+        for key in ("mission", "guess", "hint"):
+            page.pop(key, None)
         if wanted:
             page["mission"] = wanted
             mission, _ = chosen(page, progress)
             if mission is not None:  # a locked or unknown one is refused by `settle`, with a notice
                 if not here.endswith(f"mission={mission.id}"):
-                    memo = Memo(memo.best, memo.played, here)
+                    memo = dataclasses.replace(memo, back=here)
+                memo = dataclasses.replace(memo, since=clock())
                 scenario, playing = mission.start, True
+                if asks(mission, page, progress):
+                    page["guess"] = ASKING
     elif kind == "load_mission":
         mission, _ = chosen(page, progress)
         if mission is not None:
@@ -162,14 +191,53 @@ def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[st
         hashed = read_hash(memo.back)
         scenario, page, notices = hashed.scenario, dict(hashed.page), hashed.notices
         playing = normal(memo.back) in memo.played
-        memo = Memo(memo.best, memo.played, None)
+        memo = Memo(memo.best, memo.played, None)  # out of the mission: its clock goes too
     elif kind == "ask_reset":
         playing, asking = play.playing, True
     elif kind == "keep_progress":
         playing = play.playing
     elif kind == "reset_progress":
-        progress, memo, playing = {}, Memo({}, memo.played, memo.back), play.playing
+        progress, memo, playing = {}, dataclasses.replace(memo, best={}), play.playing
+    elif kind in ("predict", "skip_predict", "hint"):
+        playing = play.playing
+        mission, _ = chosen(page, progress)
+        if mission is not None and kind == "hint":
+            shown = page.get("hint", "0")
+            page["hint"] = str(min(len(mission.hints), (int(shown) if shown.isdigit() else 0) + 1))
+        elif mission is not None and mission.predict is not None and page.get("guess") == ASKING:
+            inputs = action.get("inputs")
+            guess = inputs.get(GUESS_INPUT) if isinstance(inputs, dict) else None
+            if kind == "skip_predict":
+                page.pop("guess")
+            elif isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess):
+                p = mission.predict
+                page["guess"] = f"{min(p.hi, max(p.lo, round(guess / p.step) * p.step)):.6g}"
+            else:
+                notices = ("Set your guess on the slider, then check it.",)
     return scenario, page, Play(progress, memo, playing, False, asking), notices
+
+
+def clock() -> float:
+    """Seconds since the epoch (the browser's clock under Pyodide); tests replace it."""
+    return time.time()
+
+
+def asks(mission: Mission, page: Mapping[str, str], progress: Mapping[str, int]) -> bool:
+    """Whether choosing `mission` asks for a guess first: on its first play, or always with `predict=on`
+    (a facilitator's setting for the room), never with `predict=off`."""
+    setting = page.get("predict")
+    if mission.predict is None or setting == "off":
+        return False
+    return setting == "on" or progress.get(mission.id, 0) == 0
+
+
+def guessed(page: Mapping[str, str]) -> float | None:
+    """The player's guess, once made."""
+    try:
+        value = float(page.get("guess", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def with_stars(play: Play, mission: Mission | None, verdict: Verdict | None, scenario: Scenario) -> Play:
@@ -182,7 +250,7 @@ def with_stars(play: Play, mission: Mission | None, verdict: Verdict | None, sce
         best[mission.id] = write_hash(scenario)
     if verdict.stars > progress.get(mission.id, 0):
         progress[mission.id] = verdict.stars
-    return Play(progress, Memo(best, play.memo.played, play.memo.back), play.playing, play.scored, play.asking)
+    return Play(progress, dataclasses.replace(play.memo, best=best), play.playing, play.scored, play.asking)
 
 
 def remember(play: Play, written: str) -> Memo:
@@ -191,13 +259,13 @@ def remember(play: Play, written: str) -> Memo:
     if not play.playing:
         return memo
     played = tuple(h for h in memo.played if h != written) + (written,)
-    return Memo(memo.best, played[-PLAYED_KEPT:], memo.back)
+    return dataclasses.replace(memo, played=played[-PLAYED_KEPT:])
 
 
 # -- the panel's HTML ------------------------------------------------------------------------------------
 
 def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, open_ids: frozenset[str],
-               scenario: Scenario) -> str:
+               scenario: Scenario, teach: Teach = Teach()) -> str:
     """The missions panel: the list (open, locked, stars) and, in a mission, its verdict, brief and buttons."""
     progress = play.progress
     items = []
@@ -231,7 +299,7 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
                   '<code>#unlock=all</code> to the page\'s address (or <code>&amp;unlock=all</code> after a '
                   'setup) to open every mission for the room. Progress stays in each browser.</p></details>')
         return head + listed + f'<div class="mission-detail">{detail}</div>'
-    return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario)}</div>'
+    return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario, teach)}</div>'
 
 
 def _reset(play: Play) -> str:
@@ -251,7 +319,7 @@ def _still_needed(mission: Mission, progress: Mapping[str, int]) -> str:
     return titles[0] if len(titles) == 1 else ", ".join(titles[:-1]) + " and " + titles[-1]
 
 
-def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) -> str:
+def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, teach: Teach) -> str:
     number = next(n for n, m in enumerate(MISSIONS, 1) if m.id == mission.id)
     levels = (f"<li>★ {html.escape(mission.goal_text())}</li>"
               f"<li>★★ also {html.escape('; '.join(t.text() for t in mission.two_stars))}</li>"
@@ -273,6 +341,10 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) 
     verdict_html = (f'<div class="verdict {"passed" if verdict.passed else "failed"}" '
                     f'data-passed="{str(verdict.passed).lower()}" data-stars="{verdict.stars}" role="status">'
                     f'{head}<ul class="reasons">{reasons}</ul>{note}{lesson}</div>')
+    if teach.asking and mission.predict is not None:
+        verdict_html = ('<div class="verdict asking" role="status"><p class="verdict-head"><strong>First, a guess'
+                        '</strong></p><p class="hint">The question is above the missions: guess, then see.</p></div>')
+    verdict_html += _prediction(mission, teach) + teach.standing + _hints(mission, verdict, teach)
     allowed = ", ".join(_words(k) for k in mission.controls)
     kept = [k for k in mission.start.to_text() if k not in mission.controls]
     fixed_words = _fixed_words(mission.start, kept)
@@ -293,6 +365,38 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario) 
             f'<p class="allowed"><strong>You change:</strong> {html.escape(allowed)}.'
             + (f' <strong>Fixed:</strong> {html.escape(fixed_words)}.' if fixed_words else "") + '</p>'
             f'{best_line}<p class="actions">{" ".join(buttons)}</p>')
+
+
+def _prediction(mission: Mission, teach: Teach) -> str:
+    """The guess beside the truth, and how far off it was."""
+    p = mission.predict
+    if p is None or teach.guess is None or teach.truth is None:
+        return ""
+    label, show = FIGURES[p.figure]
+    off = abs(teach.guess - teach.truth)
+    gap = f"{off * 100:.1f} points" if p.hi <= 1 else show(off)
+    verdict = "spot on" if off <= p.step / 2 else f"{gap} {'high' if teach.guess > teach.truth else 'low'}"
+    return (f'<p class="prediction" data-guess="{teach.guess:g}" data-truth="{teach.truth:g}">You guessed '
+            f'{html.escape(show(teach.guess))} for the {html.escape(label)} of the broken start; it was '
+            f'<strong>{html.escape(show(teach.truth))}</strong>: {html.escape(verdict)}.</p>')
+
+
+def _hints(mission: Mission, verdict: Verdict, teach: Teach) -> str:
+    """The hints asked for so far, in order, and a button for the next one while any is left."""
+    if not mission.hints or teach.asking:
+        return ""
+    shown = mission.hints[:teach.hints]
+    listed = ('<ol class="hints" aria-label="Hints">' + "".join(f"<li>{html.escape(h)}</li>" for h in shown) + "</ol>"
+              if shown else "")
+    offer = ('<p class="offer">Two minutes and not passed yet: a hint is here if you want one.</p>'
+             if teach.offer and not shown and not verdict.passed else "")
+    more = ""
+    if len(shown) < len(mission.hints):
+        label = "A hint" if not shown else "Another hint"
+        more = (f'<p class="actions"><button type="button" data-action="hint">{label}</button> '
+                f'<span class="hint">{len(mission.hints) - len(shown)} left; each points at a control or a chart, '
+                'never at a value.</span></p>')
+    return f'<div class="hints-box">{offer}{listed}{more}</div>'
 
 
 def _words(key: str) -> str:

@@ -35,7 +35,8 @@ from model import KEYS, MAX_EVENTS, Scenario, ScenarioError, format_text, parse_
 __all__ = ["MAX_HASH", "MAX_NOTICES", "PAGE_KEYS", "RENAMES", "SCHEMA", "HashState", "Rename", "capped", "read_hash",
            "write_hash"]
 
-PAGE_KEYS = ("mission", "unlock", "explain", "trace", "base", "axes", "tree_replica", "tree_at")  # state of the page itself, not of the scenario
+PAGE_KEYS = ("mission", "unlock", "explain", "trace", "base", "axes", "tree_replica", "tree_at", "predict", "guess",
+             "hint")  # state of the page itself, not of the scenario
 VERSION_KEY = "v"
 UNVERSIONED = 1  # the schema of a hash without `v`
 SCHEMA = 1  # the schema this code writes; raise it with every entry added to RENAMES

@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate_with_trees
 
-from . import compare, figures, fleetview, missionview
+from . import compare, figures, fleetview, missionview, teach
 from .controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -114,6 +115,7 @@ class State:
     memo: Memo = Memo()  # the rest of what the browser keeps for the player: best setups, played hashes, way back
     playing: bool = False  # the setup was reached from the chosen mission's start by the page's controls
     scored: bool = False  # ...by a settled control change in this request: its stars count
+    live: bool = False  # this request's change is a slider still moving: costly figures wait for it to settle
     asking: bool = False  # waiting for the player to confirm "Reset progress"
     used: Mapping[str, float] = field(default_factory=dict)  # event inputs an added event used, to show them
     shown: "Shown | None" = None  # an embed's figures and controls (from its URL's query); None: the whole page
@@ -150,6 +152,8 @@ class Derived:
     base: dict[str, Any] | None = None  # the baseline's headline numbers, when the run is compared with one
     base_result: Result | None = None
     base_name: str = ""  # "the pinned baseline", "the mission's broken start"
+    teach: missionview.Teach = missionview.Teach()  # the guess, hints and standing the mission panel shows
+    land: dict[str, dict] | None = None  # the landscape chart's patches (lab.teach), when a distribution is known
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,16 +265,16 @@ def _state_of(request: Mapping[str, Any], files: Any) -> State:
 def _state_key(state: State) -> tuple:
     """Everything of `state` that its answer depends on, hashable: equal keys, equal answers.
 
-    The trace files enter by name and size (as `trace_run` remembers their replays): the player's, and the
-    one of the mission the page names.
+    The files the page holds enter by name and size (as `trace_run` remembers their replays): the player's
+    trace, the trace of the mission the page names, and the missions' sweep.
     """
     files = tuple((key, None if source is None else (source.name, source.size))
-                  for key in ("user", MISSION_KEY + state.page.get("mission", ""))
+                  for key in ("user", MISSION_KEY + state.page.get("mission", ""), teach.SWEEPS_KEY)
                   for source in [_file(state, key)])
     memo = state.memo
     return (state.scenario, tuple(sorted(state.page.items())), tuple(sorted(state.progress.items())), state.notices,
-            (tuple(sorted(memo.best.items())), memo.played, memo.back), state.playing, state.scored, state.asking,
-            tuple(sorted(state.used.items())), state.shown, state.baking, files)
+            (tuple(sorted(memo.best.items())), memo.played, memo.back), state.playing, state.scored, state.live,
+            state.asking, tuple(sorted(state.used.items())), state.shown, state.baking, files)
 
 
 def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: tuple[str, ...] | list[str] = (),
@@ -306,8 +310,11 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         controls = {k: v for k, v in controls.items() if k not in TREE_WIDGETS}
     if isinstance(controls, dict) and controls:
         state = _with_controls(state, controls)
+        asking = state.page.get("guess") == missionview.ASKING  # changing the setup instead of guessing skips it
         state = dataclasses.replace(state, scored=state.playing and not request.get("live"),
-                                    page={k: v for k, v in state.page.items() if k != "explain"})
+                                    live=bool(request.get("live")),
+                                    page={k: v for k, v in state.page.items()
+                                          if k != "explain" and not (k == "guess" and asking)})
     if isinstance(action, dict) and action.get("type") in missionview.ACTIONS:
         scenario, page, play, notices = missionview.apply_action(action, state.scenario, state.page, state.play)
         state = dataclasses.replace(state, scenario=scenario, page=page, progress=play.progress, memo=play.memo,
@@ -504,9 +511,22 @@ def derive(state: State) -> Derived:
     progress = dict(play.progress)
     base, base_name = _baseline(state, mission)
     base_result = None if base is None or fetch is not None else _played(state, base, mission)[0]
+    taught, land = missionview.Teach(), None
+    if mission is not None and verdict is not None:
+        sweeps = _file(state, teach.SWEEPS_KEY)
+        dist = None if sweeps is None else teach.read_sweeps(sweeps).get(mission.id)
+        standing = ""
+        if dist is not None:
+            land, standing = teach.landscape(mission, dist, state.scenario, result, verdict)
+        elif sweeps is None:
+            fetch = {"key": teach.SWEEPS_KEY, "url": teach.SWEEPS_URL, "name": teach.SWEEPS_URL,
+                     "missing": "this site was built without the missions' sweep, so no landscape is drawn"}
+        guessing = mission.predict is not None and missionview.guessed(state.page) is not None
+        start = _played(state, mission.start, mission)[0] if guessing else None
+        taught = teach.teach(state.page, play.memo, mission, verdict, start, standing)
     return Derived(result, _summary(result), mission, verdict, progress,
                    missionview.open_missions(progress, state.page), play, _seen(state, result), traced, fetch,
-                   None if base_result is None else _summary(base_result), base_result, base_name)
+                   None if base_result is None else _summary(base_result), base_result, base_name, taught, land)
 
 
 def _played(state: State, scenario: Scenario, mission: Mission | None
@@ -617,6 +637,8 @@ def patches(state: State, derived: Derived) -> dict:
     for fig in FIGURES.values():
         if fig.constant and not state.baking:
             pass  # drawn at build time; nothing it reads can change
+        elif fig.costly and state.live:
+            pass  # runs the fleet again in other setups: redrawn once the slider settles
         elif shown is None or fig.name in shown.figures:
             data, caption = _drawn(fig, context, text)
             bokeh.update(data)
@@ -634,12 +656,25 @@ def patches(state: State, derived: Derived) -> dict:
     play = dataclasses.replace(derived.play, playing=state.playing)
     dom |= {
         "#missions": {"hidden": False, "html": missionview.panel_html(mission, derived.verdict, play, derived.open_ids,
-                                                                      scenario)},
-        "#verdict-chip": {"hidden": mission is None, "html": missionview.chip_html(mission, derived.verdict)},
+                                                                      scenario, derived.teach)},
+        "#verdict-chip": {"hidden": mission is None or derived.teach.asking,
+                          "html": missionview.chip_html(mission, derived.verdict)},
+        "#predict": {"hidden": not derived.teach.asking},
+        "#predict-question": {"text": mission.predict.question if mission and mission.predict else ""},
+        "main.charts": {"attrs": {"data-veiled": "true" if derived.teach.asking else "false"}},
+        "#landscape": {"hidden": derived.land is None},
     }
+    bokeh.update(derived.land or teach.empty_landscape())
+    if mission is not None and mission.predict is not None and derived.teach.asking:
+        p = mission.predict
+        bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
+                                          "format": "0%" if p.hi <= 1 else "0,0",
+                                          "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
+    if derived.teach.asking and mission is not None and mission.predict is not None:  # held back until the guess
+        dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
     notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
@@ -648,7 +683,7 @@ def patches(state: State, derived: Derived) -> dict:
     if traced is not None and name is None and mission is not None:  # the mission's own trace
         name = f"{mission.trace}, its first {mission.trace_requests:,} requests"
     dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
-    if derived.fetch is not None:
+    if derived.fetch is not None and derived.fetch["key"].startswith(MISSION_KEY):
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
     dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
@@ -759,7 +794,7 @@ def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
 
 def _example_button(name: str) -> str:
     return (f'<button type="button" data-action="example" data-figure="{html.escape(name)}">'
-            "Load the article's setup</button>")
+            f"{html.escape(FIGURES[name].offer)}</button>")
 
 
 def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> str:

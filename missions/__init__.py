@@ -7,7 +7,8 @@ Standard library and `model` only.
 """
 
 from .catalog import MISSIONS, check_catalog, find_mission, unlocked
-from .scoring import Mission, Threshold, Verdict, changed_fixed_keys, score
+from .scoring import FIGURES, Mission, Threshold, Verdict, changed_fixed_keys, figures, score
+from .sweep import beats, beats_rule
 
-__all__ = ["MISSIONS", "Mission", "Threshold", "Verdict", "changed_fixed_keys", "check_catalog", "find_mission",
-           "score", "unlocked"]
+__all__ = ["FIGURES", "MISSIONS", "Mission", "Threshold", "Verdict", "beats", "beats_rule", "changed_fixed_keys",
+           "check_catalog", "figures", "find_mission", "score", "unlocked"]

@@ -18,13 +18,24 @@ from collections.abc import Iterable, Mapping
 
 from model import Scenario
 
-from .scoring import Mission, Threshold
+from .grid import block
+from .scoring import Mission, Prediction, Threshold
 
 __all__ = ["MISSIONS", "check_catalog", "find_mission", "unlocked"]
 
 
 def _s(**text: str) -> Scenario:
     return Scenario().with_text({key.replace("__", "."): value for key, value in text.items()})
+
+
+# The routers a sweep tries besides the cache-aware one (whose spill threshold it sweeps apart, as SPILLS).
+ROUTERS = "round_robin,least_loaded,power_of_two,consistent_hash,prefix_load_aware,cost"
+SPILLS = "off,0.1,0.2,0.5,1"
+
+
+def share(question: str, figure: str = "hit_rate") -> Prediction:
+    """A prediction of a share (a hit rate), on a slider of whole per cent."""
+    return Prediction(figure, question, 0.0, 1.0, 0.01)
 
 
 def at_most(figure: str, value: float) -> Threshold:
@@ -49,6 +60,13 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("ttft_p50_ms", 100),),
         two_stars=(at_most("replicas", 3),),
         three_stars=(at_most("replicas", 2),),
+        grid=(block(fleet__cache="false,true", fleet__replicas="1,2,3,4,5,6,7,8"),),
+        tradeoff=("replicas", "ttft_p50_ms"),
+        hints=("The Prefix cache checkbox decides whether a replica keeps what it has already read.",
+               "Once prompts are cached, each request costs less: watch Time to first token over time while you "
+               "take away Replicas."),
+        predict=Prediction("ttft_p50_ms", "With no prefix cache, how long will the median request wait for its "
+                           "first token?", 0, 1000, 10),
     ),
     Mission(
         id="timestamp",
@@ -64,6 +82,14 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.5),),
         two_stars=(at_least("hit_rate", 0.9),),
         three_stars=(at_most("ttft_p99_ms", 100),),
+        grid=(block(dynamic_text="none,top,bottom"),),
+        tradeoff=("hit_rate", "ttft_p99_ms"),
+        hints=("Read the line under Dynamic text in the prompt: how far into the prompt can two requests match?",
+               "Watch Prefix cache hit rate over time as you move the Dynamic text.",
+               "Per-request text that still differs costs a little on every request: compare the choices of "
+               "Dynamic text on Distribution of time to first token."),
+        predict=share("With the timestamp this early in the prompt, what share of prompt tokens will the cache "
+                      "serve?"),
     ),
     Mission(
         id="round-robin",
@@ -78,6 +104,12 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.85),),
         two_stars=(at_most("replicas", 4),),
         three_stars=(at_most("replicas", 3), at_most("ttft_p99_ms", 300)),
+        grid=(block(router__kind="cache_aware," + ROUTERS, fleet__replicas="2,3,4,5,6,8"),),
+        hints=("The Router picks the replica for each turn. Does the one in use look at what a replica holds?",
+               "Prefix cache hit rate over time shows how often a turn finds its conversation's history.",
+               "Once the hit rate is high, take away Replicas one at a time and watch Distribution of time to "
+               "first token."),
+        predict=share("With eight replicas taking turns, what share of prompt tokens will the cache serve?"),
     ),
     Mission(
         id="hot-tenant",
@@ -94,6 +126,14 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("ttft_p99_ms", 800),),
         two_stars=(at_most("ttft_p99_ms", 500),),
         three_stars=(at_most("ttft_p99_ms", 400), at_least("hit_rate", 0.82)),
+        grid=(block(router__spill_threshold_s="off,0,0.1,0.2,0.3,0.5,0.7,1,1.5,2,3"),),
+        tradeoff=("ttft_p99_ms", "hit_rate"),
+        hints=("How busy each replica was over time shows one replica carrying the hot tenant while others wait.",
+               "The Spill threshold says how far behind the warm replica may fall before a request goes elsewhere.",
+               "Spilling too eagerly gives away hit rate: keep Prefix cache hit rate over time in view while you "
+               "move the Spill threshold."),
+        predict=Prediction("ttft_p99_ms", "With the cache-aware router never letting go, how long will the slowest "
+                           "request in a hundred wait for its first token?", 0, 4000, 50),
     ),
     Mission(
         id="surge-memory",
@@ -109,6 +149,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.8),),
         two_stars=(at_most("fleet_memory_gb", 12),),
         three_stars=(at_most("ttft_p99_ms", 400),),
+        grid=(block(fleet__memory_gb="0.5,1,2,3,4,6,8", fleet__replicas="2,3,4,6,8"),),
+        tradeoff=("fleet_memory_gb", "hit_rate"),
+        hints=("KV memory of the fleet over time shows the cache full during the surge: what does it throw away?",
+               "Prefix memory per replica and Replicas both make room; the second star counts the whole fleet's "
+               "memory.",
+               "Find the least Prefix memory that keeps Prefix cache hit rate over time up through the surge, then "
+               "look at the tail in Distribution of time to first token."),
+        predict=share("With half a gigabyte per replica during the surge, what share of prompt tokens will the "
+                      "cache serve?"),
     ),
     Mission(
         id="burst",
@@ -123,6 +172,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("ttft_p99_ms", 1000),),
         two_stars=(at_most("replicas", 3),),
         three_stars=(at_most("ttft_p99_ms", 650),),
+        grid=(block(router__kind="cache_aware", router__spill_threshold_s="off,0.2,0.5,1", fleet__replicas="2,3,4,5,6"),
+              block(router__kind="round_robin,least_loaded,prefix_load_aware,cost", fleet__replicas="2,3,4,5,6")),
+        hints=("Time to first token over time shows how far behind the fleet falls during the burst, and how "
+               "slowly it catches up.",
+               "A request whose prompt is already cached takes less of a replica: look at what the Router weighs.",
+               "With a router that follows the cache, the Spill threshold lets the burst overflow the warmest "
+               "replica."),
+        predict=Prediction("ttft_p99_ms", "With two least-busy replicas in the burst, how long will the slowest "
+                           "request in a hundred wait for its first token?", 0, 20000, 250),
     ),
     Mission(
         id="consistent-hash",
@@ -138,6 +196,14 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("ttft_p99_ms", 1000),),
         two_stars=(at_most("ttft_p99_ms", 700), at_least("hit_rate", 0.69)),
         three_stars=(at_most("ttft_p99_ms", 600),),
+        grid=(block(router__kind="cache_aware", router__spill_threshold_s=SPILLS),
+              block(router__kind=ROUTERS + ",random,bounded_hash,sglang")),
+        tradeoff=("ttft_p99_ms", "hit_rate"),
+        hints=("How busy each replica was over time shows one replica drowning: the hash never looks at load.",
+               "Try a Router that weighs how busy a replica is as well as what it holds.",
+               "The Spill threshold sets how far behind a warm replica may fall before its requests go elsewhere."),
+        predict=Prediction("ttft_p99_ms", "With every system prompt pinned to its replica, how long will the slowest "
+                           "request in a hundred wait for its first token?", 0, 20000, 250),
     ),
     Mission(
         id="monday",
@@ -155,6 +221,16 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.75), at_most("ttft_p99_ms", 600)),
         two_stars=(at_most("replicas", 4),),
         three_stars=(at_most("fleet_memory_gb", 16), at_most("ttft_p99_ms", 450)),
+        grid=(block(router__kind="round_robin,least_loaded,cache_aware", dynamic_text="none,top,bottom",
+                    fleet__memory_gb="1,4", fleet__replicas="3,4,6"),
+              block(fleet__cache="false", router__kind="round_robin,least_loaded,cache_aware",
+                    fleet__replicas="3,4,6")),
+        hints=("Begin with the prompt: where does the Dynamic text in the prompt sit, and what can match after it?",
+               "Then the Router: Prefix cache hit rate over time shows whether turns find their history.",
+               "Once both are fixed, see whether Prefix memory per replica holds the working set, and only then "
+               "take away Replicas."),
+        predict=share("With the timestamp early in the prompt and turns taken in order, what share of prompt tokens "
+                      "will the cache serve?"),
     ),
     Mission(
         id="bounded-hash",
@@ -172,6 +248,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("ttft_p99_ms", 1500),),
         two_stars=(at_most("ttft_p99_ms", 1100), at_least("hit_rate", 0.6)),
         three_stars=(at_most("ttft_p99_ms", 850),),
+        grid=(block(router__load_factor="1,1.05,1.1,1.15,1.2,1.25,1.3,1.4,1.5,1.75,2,2.5,3"),),
+        tradeoff=("ttft_p99_ms", "hit_rate"),
+        hints=("How busy each replica was over time: the hot prompt's replica carries far more than its share.",
+               "The Load bound caps what one replica may hold, as a multiple of a fair share; the overflow walks on "
+               "along the ring.",
+               "A tighter Load bound moves more requests away from the replica that caches their prompt: keep "
+               "Prefix cache hit rate over time in view as you tighten it."),
+        predict=Prediction("ttft_p99_ms", "With a bound so loose it never refuses, how long will the slowest request "
+                           "in a hundred wait for its first token?", 0, 20000, 250),
     ),
     Mission(
         id="stale-router",
@@ -188,6 +273,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_most("router_overestimate", 0.45),),
         two_stars=(at_least("hit_rate", 0.435),),
         three_stars=(at_most("ttft_p99_ms", 800),),
+        grid=(block(router__view_ttl_s="off,0,1,2,3,4,5,7,10,15,20,30,60,120"),),
+        tradeoff=("router_overestimate", "hit_rate"),
+        hints=("The router's wrong guesses are prefixes it counted on that the replica had already evicted.",
+               "Router forgets after sets how long the router trusts its memory of a prompt; during the surge the "
+               "caches evict far sooner than that.",
+               "Forgetting too soon drops prefixes that are still cached: watch Prefix cache hit rate over time as "
+               "you shorten it."),
+        predict=share("With a router that remembers everything it sent, what share of its guesses will be wrong?",
+                      "router_overestimate"),
     ),
     Mission(
         id="warm-or-idle",
@@ -205,6 +299,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.88), at_most("ttft_p99_ms", 2300)),
         two_stars=(at_most("ttft_p99_ms", 1750),),
         three_stars=(at_most("replicas", 5),),
+        grid=(block(router__kind="cache_aware", router__spill_threshold_s="0.5,1", fleet__fetch="off,rdma,host",
+                    fleet__replicas="3,4,5,6"),
+              block(router__kind="least_loaded,cost", fleet__fetch="off,rdma,host", fleet__replicas="3,4,5,6")),
+        hints=("Compare finishing times, not queues: read what each choice of Router weighs before it picks.",
+               "Fetch a prefix a peer holds over: copying the KV from a warm peer can take less time than computing "
+               "it again.",
+               "With both in place, take away Replicas and watch Distribution of time to first token."),
+        predict=Prediction("ttft_p99_ms", "With the router spilling to cold replicas, how long will the slowest "
+                           "request in a hundred wait for its first token?", 0, 5000, 50),
     ),
     Mission(
         id="fan-out",
@@ -221,6 +324,15 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("hit_rate", 0.9), at_most("ttft_p99_ms", 2000)),
         two_stars=(at_most("ttft_p99_ms", 1500),),
         three_stars=(at_most("replicas", 3),),
+        grid=(block(traffic__agent_warm_first="false,true", router__kind="cache_aware,round_robin,least_loaded,cost",
+                    fleet__replicas="2,3,4,5,6"),),
+        hints=("Time to first token over time jumps each time a fan-out's sub-calls arrive together.",
+               "Send the first sub-call alone, the rest at its first token: the others then read a prefix instead "
+               "of racing to compute it.",
+               "Once the sub-calls share their prefix, take away Replicas and watch Distribution of time to first "
+               "token."),
+        predict=Prediction("ttft_p99_ms", "With eight sub-calls racing for one cold prefix, how long will the "
+                           "slowest request in a hundred wait for its first token?", 0, 10000, 100),
     ),
     Mission(
         id="real-traffic",
@@ -242,6 +354,15 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("replicas", 4),),
         trace="conversation_trace.jsonl",  # its first ten minutes
         trace_requests=1750,
+        grid=(block(router__kind="cache_aware", router__spill_threshold_s="off,1,2", fleet__replicas="2,3,4,6,8,16"),
+              block(router__kind="round_robin,least_loaded,cost", fleet__replicas="2,3,4,6,8,16")),
+        hints=("Prefix cache hit rate over time: when replicas take turns, a conversation's next turn rarely lands "
+               "where its history is.",
+               "Try a Router that sends each turn to the replica that already holds the conversation.",
+               "Once the hit rate climbs, take away Replicas step by step and watch Distribution of time to first "
+               "token."),
+        predict=share("With eight replicas taking turns on real traffic, what share of prompt tokens will the cache "
+                      "serve?"),
     ),
     Mission(
         id="split-decode",
@@ -258,6 +379,16 @@ MISSIONS: tuple[Mission, ...] = (
         goal=(at_least("ttft_slo_met", 0.99), at_least("tbt_slo_met", 0.99)),
         two_stars=(at_most("gpus", 5),),
         three_stars=(at_most("gpus", 3),),
+        grid=(block(fleet__replicas="1,2,3,4,5,6,7,8"),
+              block(fleet__prefill_replicas="1,2,3", fleet__decode_replicas="1,2,3,4")),
+        tradeoff=("gpus", "tbt_slo_met"),
+        hints=("Every prefill chunk holds up each answer decoding beside it: the pauses between tokens are what "
+               "miss their target.",
+               "GPUs that only decode never share a step with a prefill, and GPUs that only prefill feed them.",
+               "Count GPUs, not Replicas: once prefill and decode are apart, spend GPUs where the targets need "
+               "them."),
+        predict=share("With prefill chunks sharing every replica, what share of answers will never pause longer "
+                      "than the TBT target?", "tbt_slo_met"),
     ),
 )
 

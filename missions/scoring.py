@@ -8,6 +8,13 @@ the goal; a second if every `two_stars` threshold holds too; a third if the
 the result's headline numbers plus the fleet's size (`replicas`,
 `memory_gb` per replica, `fleet_memory_gb` in all, `gpus`: a split
 fleet's prefill and decode replicas) and serving mode's SLO shares.
+`BETTER` says which way each figure improves; the sweep (missions/sweep.py)
+and the "beats" share read it.
+
+A mission also declares what the page and `prefix-lab missions` show around
+the verdict: its `grid` (missions/grid.py), the two figures its setups trade
+against each other (`tradeoff`), hints, and a `Prediction` asked before its
+first run.
 
 Pure functions of their arguments, standard library only: the CLI, the
 tests and the page (under Pyodide) all call the same code.
@@ -18,7 +25,9 @@ from typing import Any
 
 from model import Result, Scenario
 
-__all__ = ["Mission", "Threshold", "Verdict", "figures", "score"]
+from .grid import Block, setups
+
+__all__ = ["BETTER", "Mission", "Prediction", "Threshold", "Verdict", "figures", "score"]
 
 FIGURES = {  # figure -> (label, how to show a value)
     "hit_rate": ("hit rate", lambda v: f"{v * 100:.1f}%"),
@@ -35,6 +44,11 @@ FIGURES = {  # figure -> (label, how to show a value)
     "tbt_slo_met": ("answers that never waited longer than the TBT target between tokens",
                     lambda v: f"{v * 100:.1f}%"),
     "gpus": ("GPUs", lambda v: f"{v:g}"),
+}
+BETTER = {  # figure -> 1 if more is better, -1 if less is
+    "hit_rate": 1, "ttft_p50_ms": -1, "ttft_p95_ms": -1, "ttft_p99_ms": -1, "ttft_mean_ms": -1, "throughput_rps": 1,
+    "router_overestimate": -1, "replicas": -1, "memory_gb": -1, "fleet_memory_gb": -1, "ttft_slo_met": 1,
+    "tbt_slo_met": 1, "gpus": -1,
 }
 
 
@@ -80,6 +94,25 @@ class Threshold:
 
 
 @dataclass(frozen=True, slots=True)
+class Prediction:
+    """A figure of the broken start the player guesses before its first run, on a slider from `lo` to `hi`."""
+
+    figure: str  # a key of FIGURES
+    question: str
+    lo: float
+    hi: float
+    step: float
+
+    def __post_init__(self) -> None:
+        if self.figure not in FIGURES or not self.lo < self.hi or self.step <= 0:
+            raise ValueError(f"bad prediction {self.figure} from {self.lo} to {self.hi} by {self.step}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"figure": self.figure, "label": FIGURES[self.figure][0], "question": self.question, "lo": self.lo,
+                "hi": self.hi, "step": self.step}
+
+
+@dataclass(frozen=True, slots=True)
 class Mission:
     id: str  # short, for URLs and the CLI
     title: str
@@ -93,9 +126,29 @@ class Mission:
     requires: tuple[str, ...] = ()  # ids of the missions that must each have a star before this one opens
     trace: str = ""  # its traffic: the first `trace_requests` requests of this trace file (see lab.tracemission)
     trace_requests: int = 0  # ("" : the scenario's own synthetic traffic)
+    grid: tuple[Block, ...] = ()  # the setups the sweep runs (missions/grid.py)
+    tradeoff: tuple[str, str] = ("replicas", "ttft_p99_ms")  # two figures that pull apart; the first ranks first
+    hints: tuple[str, ...] = ()  # offered one at a time, in order; each names a control or a chart, never a value
+    predict: Prediction | None = None  # asked before the first run
+
+    def __post_init__(self) -> None:
+        if len(self.tradeoff) != 2 or any(f not in BETTER for f in self.tradeoff):
+            raise ValueError(f"mission {self.id}: tradeoff must name two figures of {', '.join(BETTER)}")
 
     def goal_text(self) -> str:
         return "; ".join(t.text() for t in self.goal)
+
+    def scored(self) -> tuple[str, ...]:
+        """The figures a sweep keeps for each setup: the trade-off's two, then those the stars read."""
+        out = list(self.tradeoff)
+        for t in (*self.goal, *self.two_stars, *self.three_stars):
+            if t.figure not in out:
+                out.append(t.figure)
+        return tuple(out)
+
+    def setups(self) -> list[dict[str, str]]:
+        """The grid's setups, each as the keys it sets (the rest is the start)."""
+        return setups(self.grid)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -103,6 +156,8 @@ class Mission:
             "two_stars": "; ".join(t.text() for t in self.two_stars),
             "three_stars": "; ".join(t.text() for t in self.three_stars),
             "controls": list(self.controls), "requires": list(self.requires), "start": self.start.to_dict(),
+            "grid": [b.to_dict() for b in self.grid], "tradeoff": list(self.tradeoff), "hints": list(self.hints),
+            "predict": None if self.predict is None else self.predict.to_dict(),
             **({"trace": self.trace, "trace_requests": self.trace_requests} if self.trace else {}),
         }
 

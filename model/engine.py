@@ -20,7 +20,7 @@ from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, headline, ms, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, headline, ms, per_bin, percentile, ratio
 from .replica import Replica, Served
 from .serving_run import ServingRun
 from .traffic import Request, generate
@@ -53,7 +53,7 @@ class Run:
     """
 
     __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
-                 "backlog", "in_use", "cached", "arrived", "_source", "_stream", "agents", "link")
+                 "backlog", "in_use", "cached", "evicted", "arrived", "_source", "_stream", "agents", "link")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
@@ -90,6 +90,7 @@ class Run:
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
         self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
         self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
+        self.evicted: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: evicted so far
         if self.agents is not None:
             self.agents.attach(self.loop, self._route)
         else:
@@ -106,7 +107,7 @@ class Run:
         """Run every event left and measure the run."""
         self.loop.run()
         return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
-                        self.profile, self.notes, (self.in_use, self.cached), self.dispatch.overestimate())
+                        self.profile, self.notes, (self.in_use, self.cached, self.evicted), self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
         replica.start_next(self.loop.now)
@@ -150,13 +151,14 @@ class Run:
             self.backlog[r.index].append(round(r.backlog(self.loop.now), 4))
             self.in_use[r.index].append(r.tree.locked_tokens)
             self.cached[r.index].append(r.tree.total_tokens - r.tree.locked_tokens)
+            self.evicted[r.index].append(r.tree.evicted_tokens)
         if b < BINS:
             self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
 def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: list[Replica],
              backlog: list[list[float]], bin_s: float, profile: Profile, notes: tuple[str, ...],
-             kv: tuple[list[list[int]], list[list[int]]], overestimate: float) -> Result:
+             kv: tuple[list[list[int]], list[list[int]], list[list[int]]], overestimate: float) -> Result:
     if len(served) != arrived:
         raise RuntimeError(f"served {len(served)} of {arrived} requests")
     served.sort(key=lambda s: s.request.id)
@@ -203,7 +205,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
 
 
 def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
-            backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]]]) -> Series:
+            backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
     by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
     for rec in records:
         by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
@@ -239,6 +241,8 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         replica_backlog_s=tuple(tuple(row) for row in backlog),
         kv_running_tokens=tuple(tuple(row) for row in kv[0]),  # lab mode: prefixes locked by queued and running
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
+        kv_pinned_tokens=tuple(tuple(row) for row in kv[0]),
+        evicted_tokens=per_bin(kv[2]),
         requests_configured=tuple(len(recs) for recs in by_bin),
         tpot_p99_ms=(None,) * BINS,
         stall_p99_ms=(None,) * BINS,

@@ -91,6 +91,11 @@ class ReplicaStats:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+def per_bin(totals: list[list[int]]) -> tuple[tuple[int, ...], ...]:
+    """[replica][bin] counts from running totals sampled at each bin's end."""
+    return tuple(tuple(b - a for a, b in zip([0, *row], row)) for row in totals)
+
+
 @dataclass(frozen=True, slots=True)
 class Series:
     """Per-bin figures over the arrival window; a bin with no arrivals has None."""
@@ -107,6 +112,10 @@ class Series:
     # serving mode, their uncached prompt and generated tokens), and what the prefix cache holds besides
     kv_running_tokens: tuple[tuple[int, ...], ...]
     kv_cached_tokens: tuple[tuple[int, ...], ...]
+    # [replica][bin]: the tree's tokens locked by queued and running requests at bin end (lab mode: all of
+    # kv_running_tokens), and the tokens evicted from the tree during the bin
+    kv_pinned_tokens: tuple[tuple[int, ...], ...]
+    evicted_tokens: tuple[tuple[int, ...], ...]
     requests_configured: tuple[int, ...]  # open-loop sends in the bin (serving mode: what the settings ask for)
     tpot_p99_ms: tuple[float | None, ...]  # over requests arriving in the bin (None in lab mode)
     stall_p99_ms: tuple[float | None, ...]  # the same, of each request's longest wait between two tokens

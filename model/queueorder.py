@@ -11,6 +11,7 @@ one waiting at a time both orders are the same.
 `queue_compare(scenario)` runs the scenario both ways in serving mode.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from .config import Scenario
@@ -31,12 +32,12 @@ def queue_figures(result: Result) -> dict[str, Any]:
                        "ttft_p99_ms": list(result.series.ttft_p99_ms)}}
 
 
-def queue_compare(scenario: Scenario) -> dict[str, Any]:
+def queue_compare(scenario: Scenario, run: Callable[[Scenario], Result] = simulate) -> dict[str, Any]:
     """The scenario in serving mode under each queue order. Keys: guard_s, fcfs and longest_prefix_first
-    (`queue_figures`), notes ([str])."""
+    (`queue_figures`), notes ([str]). `run` simulates (the page passes one that remembers recent runs)."""
     notes = [] if scenario.fleet.decode else ["queue order is modelled in serving mode: both runs decode"]
     out: dict[str, Any] = {"guard_s": scenario.fleet.queue_guard_s}
     for order in ORDERS:
-        out[order] = queue_figures(simulate(scenario.with_values({"fleet.decode": True, "fleet.queue_order": order})))
+        out[order] = queue_figures(run(scenario.with_values({"fleet.decode": True, "fleet.queue_order": order})))
     out["notes"] = notes
     return out

@@ -42,7 +42,8 @@ class Node:
 class RadixTree:
     """Prefix cache of one replica, holding at most `capacity` tokens."""
 
-    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "_clock", "_heap", "_nodes", "_seq")
+    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "evicted_tokens", "_clock", "_heap", "_nodes",
+                 "_seq")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 0:
@@ -52,6 +53,7 @@ class RadixTree:
         self.root.lock_ref = 1  # the root is never a candidate for eviction
         self.total_tokens = 0
         self.locked_tokens = 0
+        self.evicted_tokens = 0  # every token evicted so far
         self._clock = 0
         self._heap: list[tuple[int, int, Node]] = []  # (stamp, seq, node) of unlocked leaves, lazily pruned
         self._nodes = 0
@@ -162,6 +164,7 @@ class RadixTree:
             freed += node.tokens
             if parent is not self.root and not parent.children and not parent.lock_ref:  # type: ignore[union-attr]
                 self._push(parent)  # type: ignore[arg-type]
+        self.evicted_tokens += freed
         return freed
 
     # -- internals --------------------------------------------------------

@@ -19,7 +19,19 @@ from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_s, link_bytes_per_s
 from .hardware import profile_of
 from .loop import ARRIVE, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, bin_busy, headline, ms, percentile, ratio, slo_shares
+from .metrics import (
+    BINS,
+    RequestRecord,
+    Result,
+    Series,
+    bin_busy,
+    headline,
+    ms,
+    per_bin,
+    percentile,
+    ratio,
+    slo_shares,
+)
 from .serving import Seq, ServingReplica
 from .sessions import ChatSessions
 from .traffic import Request
@@ -31,7 +43,7 @@ class ServingRun:
     """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
 
     __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
-                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "_pending", "_stream", "agents",
+                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "pinned", "evicted", "_pending", "_stream", "agents",
                  "fleet", "decoders", "link", "handoff_s", "incoming")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
@@ -87,6 +99,8 @@ class ServingRun:
         self.backlog: list[list[float]] = [[] for _ in range(n)]  # [replica][bin], at bin end
         self.running: list[list[int]] = [[] for _ in range(n)]
         self.cached: list[list[int]] = [[] for _ in range(n)]
+        self.pinned: list[list[int]] = [[] for _ in range(n)]
+        self.evicted: list[list[int]] = [[] for _ in range(n)]  # at bin end: evicted so far
         if self.agents is not None:
             self.agents.attach(self.loop, self._route)
             for r in self.replicas:
@@ -174,6 +188,8 @@ class ServingRun:
             self.backlog[r.index].append(round(r.backlog(now), 4))
             self.running[r.index].append(running)
             self.cached[r.index].append(cached)
+            self.pinned[r.index].append(r.tree.locked_tokens)
+            self.evicted[r.index].append(r.tree.evicted_tokens)
         if b < BINS:
             self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
@@ -279,6 +295,8 @@ def _series(run: ServingRun, records: list[RequestRecord], nominal: list[float])
         replica_backlog_s=tuple(tuple(row) for row in run.backlog),
         kv_running_tokens=tuple(tuple(row) for row in run.running),
         kv_cached_tokens=tuple(tuple(row) for row in run.cached),
+        kv_pinned_tokens=tuple(tuple(row) for row in run.pinned),
+        evicted_tokens=per_bin(run.evicted),
         requests_configured=tuple(configured),
         tpot_p99_ms=tuple(tpot99),
         stall_p99_ms=tuple(stall99),

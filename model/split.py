@@ -17,6 +17,7 @@ recomputes the last answer.
 requests `SLO_SHARE` or more within a target counts as meeting it.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from .config import Scenario
@@ -47,13 +48,14 @@ def split_figures(result: Result) -> dict[str, Any]:
     }
 
 
-def split_compare(scenario: Scenario) -> dict[str, Any]:
+def split_compare(scenario: Scenario, run: Callable[[Scenario], Result] = simulate) -> dict[str, Any]:
     """The scenario's traffic co-located and split, on as many GPUs.
 
     A split scenario is compared with `prefill + decode` co-located replicas; a co-located one of N
     replicas with a split of max(1, N // 4) prefill replicas and the rest decoding (N of 1: no split).
     Both run in serving mode. Keys: gpus, prefill_replicas, decode_replicas, slo ({ttft_ms, tbt_ms,
-    share}), colocated and split (`split_figures`, split None if N is 1), notes ([str]).
+    share}), colocated and split (`split_figures`, split None if N is 1), notes ([str]). `run` simulates
+    (the page passes one that remembers recent runs).
     """
     f, notes = scenario.fleet, []
     if not f.decode:
@@ -68,10 +70,10 @@ def split_compare(scenario: Scenario) -> dict[str, Any]:
                                      "fleet.decode_replicas": 0})
     out: dict[str, Any] = {"gpus": gpus, "prefill_replicas": prefill, "decode_replicas": decode,
                            "slo": {"ttft_ms": scenario.slo.ttft_ms, "tbt_ms": scenario.slo.tbt_ms, "share": SLO_SHARE},
-                           "colocated": split_figures(simulate(together)), "split": None}
+                           "colocated": split_figures(run(together)), "split": None}
     if decode:
         apart = together.with_values({"fleet.prefill_replicas": prefill, "fleet.decode_replicas": decode})
-        out["split"] = split_figures(simulate(apart))
+        out["split"] = split_figures(run(apart))
     else:
         notes.append("one GPU cannot be split into a prefill and a decode replica")
     out["notes"] = notes

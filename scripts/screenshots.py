@@ -59,18 +59,20 @@ def shoot(url: str, out: Path) -> list[Path]:
 FIGURE_WIDTHS = (720, 390)
 
 
-def shoot_figures(url: str, out: Path) -> list[Path]:
-    """Each figure alone in `embed.html?figure=NAME` (the fan-out race on the article's setup, which has one)."""
+def shoot_figures(url: str, out: Path, only: tuple[str, ...] = ()) -> list[Path]:
+    """Each figure alone in `embed.html?figure=NAME`, in the setup it offers when it has one (the fan-out race
+    on the article's setup, the serving figures in serving mode)."""
     from lab.figures import FIGURES
     from lab.urlstate import write_hash
-    from model import RACE, Scenario
+    from model import Scenario
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
         browser = launch(p)
-        for name in ("headline", *FIGURES):
-            fragment = "#" + write_hash(Scenario().with_text(dict(RACE)), {}) if name == "fanout" else ""
+        for name in only or ("headline", *FIGURES):
+            example = FIGURES[name].example if name in FIGURES else ()
+            fragment = "#" + write_hash(Scenario().with_text(dict(example)), {}) if example else ""
             for width in FIGURE_WIDTHS:
                 page = browser.new_page(viewport={"width": width, "height": 600})
                 page.goto(f"{url}embed.html?figure={name}{fragment}")
@@ -87,8 +89,12 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
+    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots")
     args = parser.parse_args()
-    if args.url:
+    only = tuple(n for n in args.only.split(",") if n)
+    if args.url and only:
+        paths = shoot_figures(args.url, args.figures, only)
+    elif args.url:
         paths = shoot(args.url, args.out) + shoot_figures(args.url, args.figures)
     else:
         with tempfile.TemporaryDirectory() as tmp:

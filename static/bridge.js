@@ -404,7 +404,7 @@ function giveTrace(key, file) {
 
 // A mission that replays a trace: its slice is on this site; fetch it once, then ask again.
 const fetching = new Set();
-async function fetchTrace({ key, url, name }) {
+async function fetchTrace({ key, url, name, missing }) {
   if (fetching.has(key)) return;
   fetching.add(key);
   try {
@@ -413,7 +413,8 @@ async function fetchTrace({ key, url, name }) {
     giveTrace(key, new File([await response.blob()], name));
     enqueue({});
   } catch (err) {
-    if (statusText) statusText.textContent = `This mission's traffic (${url}) could not be loaded (${err.message}): ` +
+    if (statusText) statusText.textContent = missing ? `${url} could not be loaded (${err.message}): ${missing}.` :
+      `This mission's traffic (${url}) could not be loaded (${err.message}): ` +
       "the site was built without the public traces. Rebuild it with them beside the project.";
   }
 }

@@ -80,3 +80,23 @@ def test_an_embed_shows_one_figure_with_its_own_controls(page, server):
     assert named.get_by_role("combobox", name="Router").is_visible()
     assert named.get_by_role("slider", name="Replicas").is_visible() is False
     assert "'bogus'" in named.locator("#notices").inner_text()
+
+
+def test_the_serving_figures_offer_serving_mode_then_show_the_stall_the_split_and_the_queue(fresh_lab):
+    page = fresh_lab
+    assert "turn on serving mode" in caption(page, "split")
+    split = page.locator('[data-figure="split"]')
+    answered(page, lambda: split.get_by_role("button", name="Turn on serving mode").click())
+    assert "fleet.decode=true" in page.evaluate("location.hash")
+    assert "Co-located: 100.0% and 42.8%, meeting the TTFT target" in caption(page, "split")
+    assert "Split 1 + 3: 98.7% and 100.0%, meeting the gap target" in caption(page, "split")
+    assert "42.8% of answers never paused longer than 100 ms" in caption(page, "stall")
+    answered(page, lambda: page.get_by_role("button", name="Serving mode, with a burst").click())
+    assert "burst" in page.evaluate("location.hash")
+    assert "Nothing changed" not in caption(page, "queue") and "Longest prefix first" in caption(page, "queue")
+    assert "steps of 2,048 tokens" in caption(page, "join")
+    before = float(re.search(r"([\d.]+)% of answers never paused", caption(page, "stall")).group(1))
+    press(page, page.get_by_role("slider", name="Tokens a step may compute"), "Home")  # the smallest chunk
+    assert "steps of 256 tokens" in caption(page, "join")
+    after = re.search(r"([\d.]+)% of answers never paused", caption(page, "stall"))
+    assert after and float(after.group(1)) > before, caption(page, "stall")  # smaller chunks, shorter stalls

@@ -184,8 +184,29 @@ def test_the_load_strip_is_each_replicas_busy_share_per_bin_and_the_table_is_the
     busiest = max(range(6), key=lambda i: sum(result.series.replica_load[i]))
     assert f"replica {busiest} was busy" in caption("load", s)
     table = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware"})["patches"]["dom"]["#replicas"]["html"]
+    key = data("load", s)["src:load_key"]["data"]
     for r in result.replicas:
-        assert f"<tr><td>{r.index}</td><td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>" in table
+        colour = key["color"][r.index]
+        assert f'<tr><td><span class="swatch" style="background:{colour}"></span>{r.index}</td><td>{r.requests:,}' \
+               f"</td><td>{r.hit_rate:.1%}</td>" in table
+    assert len(set(key["color"])) == 6 and key["replica"] == [f"replica {i}" for i in range(6)]
+    tree = view.handle({"hash": "fleet.replicas=6&router.kind=cache_aware&tree_replica=4"})["patches"]["bokeh"]
+    assert tree["fig:tree"]["outline_line_color"] == key["color"][4]  # the tree is framed in its replica's colour
+
+
+def test_the_memory_chart_shows_pinned_prefixes_and_evictions_per_bin():
+    surge = Scenario().with_text({"events": "surge@60+60", "fleet.memory_gb": "1"})
+    result = view.run(surge)
+    s = result.series
+    memory = data("memory", surge)["src:memory"]["data"]
+    for b in range(len(s.start_s)):
+        assert memory["pinned"][b] == round(sum(row[b] for row in s.kv_pinned_tokens) / 1000, 3)
+        assert memory["evicted"][b] == round(sum(row[b] for row in s.evicted_tokens) / 1000, 3)
+    assert s.kv_pinned_tokens == s.kv_running_tokens  # lab mode: what running requests hold is what they pin
+    first, during = sum(memory["evicted"][:10]), sum(memory["evicted"][12:24])  # 0-50 s, and the surge's 60-120 s
+    assert during > 2 * first  # the surge's new prompts push out what the cache held
+    said = caption("memory", surge)
+    assert f"evicted {sum(map(sum, s.evicted_tokens)):,} tokens in all" in said
 
 
 def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figures():
@@ -216,3 +237,90 @@ def test_the_roofline_figure_is_the_models_and_moves_with_the_gpu_without_rerunn
     moved = view.handle(request(first["hash"], controls={"ctl:roofline.batch": 64}))
     bokeh = moved["patches"]["bokeh"]
     assert len(runs) == 1 and bokeh["src:roofline_points"] != first["patches"]["bokeh"]["src:roofline_points"]
+
+
+SERVING = Scenario().with_text({"fleet.decode": "true"})
+
+
+def test_the_join_figure_is_the_models_stall_demo_and_its_token_budget_never_reruns_a_lab_fleet(monkeypatch):
+    from model import stall_demo
+    demo = stall_demo(Scenario())
+    drawn = data("join", Scenario())
+    for way in ("alone", "chunked", "prefill_first"):
+        assert drawn[f"src:join_{way}"]["data"]["gap"] == demo[way]["gap_ms"]
+    assert max(drawn["src:join_chunked"]["data"]["gap"]) < demo["tbt_slo_ms"] * 2 < max(
+        drawn["src:join_prefill_first"]["data"]["gap"])  # chunking bounds the stall the prefill-first order shows
+    said = caption("join", Scenario())
+    assert "30,000-token prompt" in said and f"{demo['prefill_first']['co_stall_ms']:,.0f} ms" in said
+    smaller = Scenario().with_text({"fleet.token_budget": "512"})
+    assert max(data("join", smaller)["src:join_chunked"]["data"]["gap"]) < max(drawn["src:join_chunked"]["data"]["gap"])
+    view._RUNS.clear()
+    runs = []
+    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None: runs.append(sc) or simulate_with_trees(sc, limit=limit))
+    first = view.handle(request())
+    moved = view.handle(request(first["hash"], controls={"ctl:fleet.token_budget": 512}))
+    assert len(runs) == 1, "the token budget re-ran a lab-mode fleet, which never reads it"
+    assert moved["patches"]["bokeh"]["src:join_chunked"] != first["patches"]["bokeh"]["src:join_chunked"]
+
+
+def test_the_stall_figure_plots_each_answers_longest_and_mean_gap_in_serving_mode_only():
+    from model import stall_of
+    s = stall_of(view.run(SERVING))
+    drawn = data("stall", SERVING)["src:stall"]["data"]
+    assert drawn["stall"] == [round(v, 2) for v in s["stall_ms"]] and len(drawn["t"]) == len(s["arrival_s"]) > 100
+    assert all(longest >= mean for longest, mean in zip(drawn["stall"], drawn["tpot"]))
+    said = caption("stall", SERVING)
+    assert f"{s['tbt_slo_met']:.1%} of answers never paused" in said
+    assert f"{s['mean_within_slo']:.1%} would have passed" in said and s["mean_within_slo"] > s["tbt_slo_met"]
+    assert data("stall", Scenario())["src:stall"]["data"]["t"] == []
+    assert "Turn on serving mode" in caption("stall", Scenario())
+
+
+def test_the_split_figure_is_split_compare_on_the_pages_traffic_and_says_which_target_each_meets():
+    from model import split_compare
+    d = split_compare(SERVING)
+    drawn = data("split", SERVING)
+    assert drawn["yr:split"]["factors"] == ["split 1 + 3", "4 co-located"]
+    bars = drawn["src:split"]["data"]
+    assert bars["ttft"] == [round(d[k]["ttft_slo_met"] * 100, 2) for k in ("colocated", "split")]
+    assert bars["tbt"] == [round(d[k]["tbt_slo_met"] * 100, 2) for k in ("colocated", "split")]
+    said = caption("split", SERVING)
+    assert "Co-located: 100.0% and 42.8%, meeting the TTFT target." in said
+    assert "Split 1 + 3: 98.7% and 100.0%, meeting the gap target" in said
+    split = SERVING.with_text({"fleet.prefill_replicas": "1", "fleet.decode_replicas": "2"})
+    assert "3 co-located" in data("split", split)["yr:split"]["factors"]
+    assert "meeting the TTFT target and the gap target" in caption("split", split)
+    assert data("split", Scenario())["src:split"]["data"]["setup"] == []
+
+
+def test_the_queue_figure_runs_both_orders_and_says_when_nothing_waited():
+    from model import queue_compare
+    burst = SERVING.with_text({"events": "burst@60+30x4"})
+    d = queue_compare(burst)
+    drawn = data("queue", burst)
+    assert drawn["src:queue_fcfs"]["data"]["p99"] == d["fcfs"]["series"]["ttft_p99_ms"]
+    assert drawn["src:queue_longest_prefix_first"]["data"]["p99"] == d["longest_prefix_first"]["series"]["ttft_p99_ms"]
+    said = caption("queue", burst)
+    assert f"longest wait {d['fcfs']['max_queue_ms']:,.0f} ms" in said and "Nothing changed" not in said
+    assert "Nothing changed" in caption("queue", SERVING)
+
+
+def test_the_figures_that_rerun_the_fleet_wait_for_a_slider_to_settle(monkeypatch):
+    view._RUNS.clear()
+    runs = []
+    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None: runs.append(sc) or simulate_with_trees(sc, limit=limit))
+    first = view.handle(request("fleet.decode=true"))
+    assert len(runs) == 3  # the page's run, then the split and longest prefix first (co-located and fcfs are it)
+    live = view.handle(request(first["hash"], controls={"ctl:fleet.replicas": 5}, live=True))
+    assert len(runs) == 4 and "src:split" not in live["patches"]["bokeh"] and "#cap-queue" not in live["patches"]["dom"]
+    settled = view.handle(request(first["hash"], controls={"ctl:fleet.replicas": 5}))
+    assert len(runs) == 6 and settled["patches"]["bokeh"]["src:split"]["data"]["setup"][0] == "5 co-located"
+
+
+def test_the_serving_figures_offer_serving_mode_and_the_queue_a_burst():
+    page = view.handle(request())
+    assert "Turn on serving mode" in page["patches"]["dom"]["#try-split"]["html"]
+    assert not page["patches"]["dom"]["#try-split"]["hidden"]
+    loaded = view.handle(request(page["hash"], action={"type": "example", "figure": "queue"}))
+    assert "fleet.decode=true" in loaded["hash"] and "burst" in loaded["hash"]
+    assert loaded["patches"]["dom"]["#try-queue"]["hidden"] and loaded["patches"]["dom"]["#try-split"]["hidden"]

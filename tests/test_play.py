@@ -37,6 +37,9 @@ def panel(view):
 
 def test_choosing_a_mission_loads_its_broken_start_and_earns_nothing():
     view = choose("cache-on")  # from the default setup, which would pass this mission at once
+    assert view["hash"] == "fleet.cache=false&mission=cache-on&guess=ask"  # its first play asks for a guess first
+    assert view["progress"] == {} and "First, a guess" in panel(view)
+    view = play(view, action={"type": "skip_predict"})
     assert view["hash"] == "fleet.cache=false&mission=cache-on"
     assert view["progress"] == {} and verdict_stars(view) == 0
     assert "Not passed yet" in panel(view)
@@ -45,6 +48,7 @@ def test_choosing_a_mission_loads_its_broken_start_and_earns_nothing():
 def test_a_mission_opened_from_the_last_missions_fix_starts_broken_too():
     fixed = "router.kind=cache_aware&mission=timestamp"  # mission 2's fix, which gave mission 3 two stars
     view = choose("round-robin", {"cache-on": 3, "timestamp": 3}, fixed)
+    view = play(view, action={"type": "skip_predict"})
     start = find_mission("round-robin").start
     assert view["hash"].startswith("fleet.replicas=8&router.kind=round_robin")
     assert Scenario().with_text(dict(p.split("=") for p in view["hash"].split("&") if not p.startswith("mission"))) == start

@@ -73,6 +73,7 @@ def test_eviction_takes_the_least_recently_used_leaf_and_keeps_the_trunk():
     assert tree.total_tokens == 100  # the trunk went last: it became a leaf only now
     assert tree.evict(1) == 100
     assert tree.total_tokens == 0 and tree.nodes() == []
+    assert tree.evicted_tokens == 30 + 40 + 20 + 100  # the running total the series' evictions are read from
     tree.check_invariants()
 
 

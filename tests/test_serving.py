@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "b756ac77c31a6143ab4c3194ee1d257f0c9a4366362ba9b521253d767c72cece",
-    "burst_tight_memory": "da358e13dd2680a56c62d2151f1b9e8019c7b25032b91ecee8600ae826a16462",
-    "default": "6e49bb168fe7573a7358f81e0930edb0762af52dda35b324dd83510bcec52f41",
-    "prefill_first": "ea7bf284cc302769190280106f8c31d8b69df210c7c0625f84dfa24082f4e14d",
+    "a100_surge": "d3ee993ea038bebffabca2bf40afacfe834eb6bcbe1ad222df6cfc0c48780a37",
+    "burst_tight_memory": "8aef168a379b16990bb64dad0339e11d25443ac8f15a218dac12223d9632f79b",
+    "default": "0f9ec94c3d2dadfc5353acb3c6e500a5e917c6de55b7693b2254552e920df93d",
+    "prefill_first": "372cefcf751a2f5bc6a7ed3a860a505a7ee129eb89bd2bc5888e5554b23b3a97",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "35b02238cb9df676a70f877c86f01f7bde64d334df32bf95ba12ada4e60c6de4",
-    "surge_and_burst": "92f43779147fd54027fbc12e99f2143842219a10a6e614a8295e78835d7fc12d",
+    "default": "d7b49a9fdc373db1faa8768f63b2f91171fc7ad31b2bcbcbf326414d0ab8f350",
+    "surge_and_burst": "6fb946874b6395b93c3a741f7702dd4e9fbf026d835cf84f48a4b5f97058da43",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}

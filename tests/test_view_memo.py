@@ -1,6 +1,7 @@
 """What makes a change fast gives what the slow way gave: remembered answers and drawings, one run for the
 fleet and its trees, the routers' shortcuts, HTML written as the browser writes it back."""
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -31,6 +32,7 @@ def test_a_remembered_answer_is_the_answer_and_any_difference_in_the_request_mis
         BASE,
         {**BASE, "hash": "fleet.replicas=3&seed=2"},
         {**BASE, "controls": {"ctl:fleet.replicas": 5}},
+        {**BASE, "controls": {"ctl:fleet.replicas": 5}, "live": True},  # costly figures wait for the slider
         {**BASE, "controls": {"ctl:crossover.queued": 5}},
         {**BASE, "progress": {"cache-on": 3}},
         {**BASE, "memo": {"best": {"cache-on": "fleet.cache=true"}, "played": [], "back": None}},
@@ -44,6 +46,14 @@ def test_a_remembered_answer_is_the_answer_and_any_difference_in_the_request_mis
     for request, text in zip(variants, answers):
         assert view.handle_json(json.dumps(request)) == text  # from the memo now
         assert text == fresh(request)
+
+
+def test_the_answer_memo_keys_on_every_field_of_the_state():
+    """A field added to `State` must be added to `view._state_key` too (then here): else two states that differ
+    only in it would share an answer."""
+    assert {f.name for f in dataclasses.fields(view.State)} == {
+        "scenario", "page", "progress", "notices", "memo", "playing", "scored", "live", "asking", "used", "shown",
+        "files", "baking"}
 
 
 def test_the_same_setup_reached_another_way_is_answered_from_memory(monkeypatch):
