@@ -266,15 +266,17 @@ def _state_key(state: State) -> tuple:
     """Everything of `state` that its answer depends on, hashable: equal keys, equal answers.
 
     The files the page holds enter by name and size (as `trace_run` remembers their replays): the player's
-    trace, the trace of the mission the page names, and the missions' sweep.
+    trace, the trace of the mission the page names, and the missions' sweep. The one thing an answer reads
+    besides the state is the clock, in a mission: whether a hint is due (`lab.teach`), which enters as such.
     """
     files = tuple((key, None if source is None else (source.name, source.size))
                   for key in ("user", MISSION_KEY + state.page.get("mission", ""), teach.SWEEPS_KEY)
                   for source in [_file(state, key)])
     memo = state.memo
+    due = memo.since is not None and missionview.clock() - memo.since >= missionview.HINT_AFTER_S
     return (state.scenario, tuple(sorted(state.page.items())), tuple(sorted(state.progress.items())), state.notices,
-            (tuple(sorted(memo.best.items())), memo.played, memo.back), state.playing, state.scored, state.live,
-            state.asking, tuple(sorted(state.used.items())), state.shown, state.baking, files)
+            (tuple(sorted(memo.best.items())), memo.played, memo.back, memo.since, due), state.playing, state.scored,
+            state.live, state.asking, tuple(sorted(state.used.items())), state.shown, state.baking, files)
 
 
 def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: tuple[str, ...] | list[str] = (),

@@ -11,6 +11,7 @@ from conftest import READY
 from hypothesis import given
 from hypothesis import strategies as st
 
+import lab.missionview as missionview
 import lab.view as view
 from lab.figures import FIGURES, Context, fleet_key
 from model import KEYS, Scenario, ScenarioError, simulate, simulate_with_trees, spec_of, tree_at
@@ -54,6 +55,19 @@ def test_the_answer_memo_keys_on_every_field_of_the_state():
     assert {f.name for f in dataclasses.fields(view.State)} == {
         "scenario", "page", "progress", "notices", "memo", "playing", "scored", "live", "asking", "used", "shown",
         "files", "baking"}
+
+
+def test_the_answer_memo_keys_on_everything_the_browser_keeps_and_on_a_hint_falling_due(monkeypatch):
+    assert {f.name for f in dataclasses.fields(missionview.Memo)} == {"best", "played", "back", "since"}
+    now = [1_000_000.0]
+    monkeypatch.setattr(missionview, "clock", lambda: now[0])
+    view._ANSWERS.clear()
+    chose = json.loads(view.handle_json(json.dumps({**BASE, "action": {"type": "select_mission", "mission": "cache-on"}})))
+    again = {**BASE, "hash": chose["hash"], "memo": chose["memo"], "action": {"type": "skip_predict"}}
+    before = view.handle_json(json.dumps(again))
+    now[0] += missionview.HINT_AFTER_S
+    due = view.handle_json(json.dumps(again))
+    assert due != before and due == fresh(again)
 
 
 def test_the_same_setup_reached_another_way_is_answered_from_memory(monkeypatch):
