@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from missions.sweep import BEATS_RULE
+from missions import BEATS_RULE
 from model import Scenario, ScenarioError, simulate
 
 __all__ = ["main"]
@@ -335,11 +335,13 @@ def _missions(args: argparse.Namespace) -> int:
     from missions import MISSIONS
 
     if args.json:
+        from missions import beats_rule
+
         from .missionsweep import distributions
 
         swept = distributions(progress=_note)
         by_id = {d["id"]: d for d in swept["missions"]}
-        _out(json.dumps([{**m.summary(), "distribution": by_id.get(m.id), "beats_rule": swept["rule"],
+        _out(json.dumps([{**m.summary(), "distribution": by_id.get(m.id), "beats_rule": beats_rule(m),
                           **({"not_swept": swept["missing"][m.id]} if m.id in swept["missing"] else {})}
                          for m in MISSIONS], indent=1))
     else:
@@ -351,7 +353,7 @@ def _missions(args: argparse.Namespace) -> int:
 
 
 def _grid_keys(mission: Any) -> list[str]:
-    from missions.sweep import grid_keys
+    from missions import grid_keys
 
     return grid_keys(mission)
 
@@ -365,8 +367,7 @@ def _note(text: str) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from missions import find_mission, score
-    from missions.sweep import beats, beats_rule, measure
+    from missions import beats, beats_rule, find_mission, measure, score
 
     mission = find_mission(args.mission)
     if mission is None:

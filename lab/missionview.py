@@ -344,7 +344,7 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, 
     if teach.asking and mission.predict is not None:
         verdict_html = ('<div class="verdict asking" role="status"><p class="verdict-head"><strong>First, a guess'
                         '</strong></p><p class="hint">The question is above the missions: guess, then see.</p></div>')
-    verdict_html += _prediction(mission, teach) + teach.standing + _hints(mission, verdict, teach)
+    verdict_html += _prediction(mission, teach) + ("" if teach.asking else teach.standing) + _hints(mission, verdict, teach)
     allowed = ", ".join(_words(k) for k in mission.controls)
     kept = [k for k in mission.start.to_text() if k not in mission.controls]
     fixed_words = _fixed_words(mission.start, kept)

@@ -56,6 +56,39 @@ def shoot(url: str, out: Path) -> list[Path]:
     return written
 
 
+def shoot_teach(url: str, out: Path) -> list[Path]:
+    """Mission 3 on its first play: the guess it asks for, then the guess beside the truth, a hint, and the
+    landscape of every swept setup with the player's."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        for width, height in ((1440, 900), (390, 844)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url + "#unlock=all")
+            page.wait_for_function(READY, timeout=60_000)
+            page.get_by_role("button", name=re.compile(r"^3\. Round robin")).click()
+            page.wait_for_function(f"({READY}) && location.hash.includes('guess=ask')", timeout=30_000)
+            guess = page.get_by_role("slider", name="Your guess")
+            for _ in range(10):
+                guess.press("ArrowLeft")
+            written.append(out / f"mission-guess-{width}x{height}.png")
+            page.screenshot(path=str(written[-1]))
+            page.get_by_role("button", name="Check my guess").click()
+            page.wait_for_function(f"({READY}) && !location.hash.includes('guess=ask')", timeout=30_000)
+            page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
+            page.wait_for_function(f"({READY}) && location.hash.includes('cache_aware')", timeout=30_000)
+            page.get_by_role("button", name="A hint").click()
+            page.wait_for_function(f"({READY}) && location.hash.includes('hint=1')", timeout=30_000)
+            page.wait_for_function("document.querySelector('.standing') !== null", timeout=30_000)
+            page.locator("#landscape").scroll_into_view_if_needed()
+            written.append(out / f"mission-landscape-{width}x{height}.png")
+            page.screenshot(path=str(written[-1]), full_page=width < 800)
+            page.close()
+        browser.close()
+    return written
+
+
 FIGURE_WIDTHS = (720, 390)
 
 
@@ -89,18 +122,20 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
-    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots")
+    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots (\"teach\": the guess and landscape shots)")
     args = parser.parse_args()
     only = tuple(n for n in args.only.split(",") if n)
-    if args.url and only:
+    if args.url and only == ("teach",):
+        paths = shoot_teach(args.url, args.out)
+    elif args.url and only:
         paths = shoot_figures(args.url, args.figures, only)
     elif args.url:
-        paths = shoot(args.url, args.out) + shoot_figures(args.url, args.figures)
+        paths = shoot(args.url, args.out) + shoot_teach(args.url, args.out) + shoot_figures(args.url, args.figures)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             proc, url = serve_site(Path(tmp) / "site")
             try:
-                paths = shoot(url, args.out) + shoot_figures(url, args.figures)
+                paths = shoot(url, args.out) + shoot_teach(url, args.out) + shoot_figures(url, args.figures)
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)

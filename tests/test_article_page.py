@@ -5,9 +5,10 @@ import re
 
 import pytest
 from conftest import READY, metrics
-from test_missions_page import answered, choose, press, verdict
+from test_missions_page import answered, choose, mission_button, press, verdict
 
 from lab.figures import FIGURES
+from missions import find_mission
 
 pytestmark = pytest.mark.browser
 
@@ -100,3 +101,26 @@ def test_the_serving_figures_offer_serving_mode_then_show_the_stall_the_split_an
     assert "steps of 256 tokens" in caption(page, "join")
     after = re.search(r"([\d.]+)% of answers never paused", caption(page, "stall"))
     assert after and float(after.group(1)) > before, caption(page, "stall")  # smaller chunks, shorter stalls
+
+
+def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_order_and_places_the_setup(fresh_lab):
+    page = fresh_lab
+    answered(page, lambda: page.evaluate("location.hash = 'unlock=all'"))
+    answered(page, lambda: mission_button(page, 3, "Round robin spreads the memory thin").click())
+    assert page.locator("#predict").is_visible()
+    assert "what share of prompt tokens" in page.locator("#predict-question").inner_text()
+    assert page.locator('[data-metric="hit_rate"]').inner_text() == "?"  # held back until the guess
+    guess = page.get_by_role("slider", name="Your guess")
+    for _ in range(10):
+        guess.press("ArrowLeft")  # 50% to 40%: the slider only holds the guess, nothing is sent
+    answered(page, lambda: page.get_by_role("button", name="Check my guess").click())
+    said = page.locator(".prediction").inner_text()
+    assert "You guessed 40.0%" in said and "it was 62.7%: 22.7 points low" in said, said
+    assert page.locator('[data-metric="hit_rate"]').inner_text() == "62.7%" and not page.locator("#predict").is_visible()
+    answered(page, lambda: page.get_by_role("button", name="A hint").click())
+    answered(page, lambda: page.get_by_role("button", name="Another hint").click())
+    assert page.locator(".hints li").all_inner_texts() == list(find_mission("round-robin").hints[:2])
+    page.wait_for_function("document.querySelector('#landscape:not([hidden]) .standing, .standing') !== null",
+                           timeout=30_000)  # the build's sweep, fetched once the mission opened
+    assert page.locator("#landscape").is_visible()
+    assert re.search(r"beats \d+% of the \d+ setups", page.locator(".standing").inner_text())
