@@ -97,7 +97,7 @@ def _ready_page(browser, url: str, fragment: str = ""):
 
 
 def change_latencies(browser, url: str, n: int, fragment: str = "", changes=CHANGES) -> list[list[float]]:
-    """[total ms, of which Python compute ms in the worker] for each change."""
+    """[total ms, Python compute ms in the worker, ms before the request left for the worker] for each change."""
     context, page = _ready_page(browser, url, fragment)
     out = []
     for i in range(n):
@@ -111,7 +111,8 @@ def change_latencies(browser, url: str, n: int, fragment: str = "", changes=CHAN
         }""", [tag, prop, value])
         page.wait_for_function(f"window.prefixLab.timings.changes.length > {before} && {READY}", timeout=60_000)
         out.append(page.evaluate("[window.prefixLab.timings.changes.at(-1).applied - window.__t0,"
-                                 " window.prefixLab.timings.changes.at(-1).computeMs]"))
+                                 " window.prefixLab.timings.changes.at(-1).computeMs,"
+                                 " window.prefixLab.timings.changes.at(-1).sent - window.__t0]"))
     context.close()
     return out
 
@@ -140,7 +141,7 @@ def p95(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loads", type=int, default=3, help="cold loads of each kind (default 3)")
+    parser.add_argument("--loads", type=int, default=3, help="cold loads of each kind (default 3; 0: changes only)")
     parser.add_argument("--changes", type=int, default=50, help="control changes (default 50)")
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     args = parser.parse_args()
@@ -149,51 +150,65 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = launch(p)
-            snap, plain, bare = [], [], []
-            for _ in range(args.loads):  # interleaved, so that the machine's moods fall on all three alike
-                snap.append(cold_load(browser, url))
-                plain.append(cold_load(browser, url, snapshot=False))
-                bare.append(bare_pyodide(browser, url, site.resolve()))
-            bare_ms = statistics.median(bare)
-            med = {key: statistics.median(load[key] for load in snap) for key in ("bytes", "first", "charts", "ready", "boot")}
-            med_plain = {key: statistics.median(load[key] for load in plain) for key in ("bytes", "first", "ready", "boot")}
-            routes = ", ".join(sorted({load["route"] for load in snap}))
-            restored = [load for load in snap if load["restore"]]
-
-            def part(key: str) -> float:
-                return statistics.median(load[key] for load in restored) if restored else float("nan")
-
-            print(f"cold load, median of {args.loads}, with the snapshot (worker booted by: {routes}):")
-            print(f"  transferred               {med['bytes'] / 1e6:6.2f} MB   target: under 11 MB")
-            print(f"  requests                  {statistics.median(load['requests'] for load in snap):6.0f}")
-            print(f"  first numbers on screen   {med['first']:6.0f} ms   target: not after the snapshot-less "
-                  f"load's ({med_plain['first']:.0f} ms)")
-            print(f"  charts drawn              {med['charts']:6.0f} ms")
-            print(f"  worker boot               {med['boot']:6.0f} ms   (of which the snapshot: fetched and unzipped "
-                  f"{part('fetch'):.0f} ms, size and sha256 checked {part('check'):.0f} ms, restored "
-                  f"{part('restore') - part('fetch') - part('check'):.0f} ms)")
-            print(f"  ready                     {med['ready']:6.0f} ms   target: under 1500 ms, and at most 35% of a "
-                  f"bare loadPyodide: {100 * med['ready'] / bare_ms:.0f}%")
-            print(f"cold load, median of {args.loads}, snapshot refused (normal boot, precompiled trimmed stdlib):")
-            print(f"  transferred               {med_plain['bytes'] / 1e6:6.2f} MB")
-            print(f"  worker boot               {med_plain['boot']:6.0f} ms")
-            print(f"  ready                     {med_plain['ready']:6.0f} ms   ({100 * med_plain['ready'] / bare_ms:.0f}% "
-                  "of a bare loadPyodide)")
-            print(f"bare loadPyodide (stock .py stdlib, module worker), median of {args.loads}: {bare_ms:.0f} ms")
-            for title, fragment, changes, target in (
-                    ("default setup", "", CHANGES, 50),
-                    ("16 cache-aware replicas, 8 sessions/s", BIG, BIG_CHANGES, 150)):
-                pairs = change_latencies(browser, url, args.changes, fragment, changes)
-                total, compute = [t for t, _ in pairs], [c for _, c in pairs]
-                print(f"control change to redrawn charts, {title}, {len(pairs)} changes:")
-                print(f"  total                   median {statistics.median(total):4.0f} ms, p95 {p95(total):4.0f} ms, "
-                      f"max {max(total):4.0f} ms   target: p95 under {target} ms")
-                print(f"  Python in the worker    median {statistics.median(compute):4.0f} ms, p95 {p95(compute):4.0f} ms")
-            print(f"slider drag: the charts follow {drag_rate(browser, url):.1f} times a second   target: 10 or more")
+            if args.loads > 0:
+                cold_loads(browser, url, site, args.loads)
+            changes(browser, url, args.changes)
             browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def cold_loads(browser, url: str, site: Path, loads: int) -> None:
+    """Print the cold loads' figures: `loads` of each kind, interleaved."""
+    snap, plain, bare = [], [], []
+    for _ in range(loads):  # interleaved, so that the machine's moods fall on all three alike
+        snap.append(cold_load(browser, url))
+        plain.append(cold_load(browser, url, snapshot=False))
+        bare.append(bare_pyodide(browser, url, site.resolve()))
+    bare_ms = statistics.median(bare)
+    med = {key: statistics.median(load[key] for load in snap) for key in ("bytes", "first", "charts", "ready", "boot")}
+    med_plain = {key: statistics.median(load[key] for load in plain) for key in ("bytes", "first", "ready", "boot")}
+    routes = ", ".join(sorted({load["route"] for load in snap}))
+    restored = [load for load in snap if load["restore"]]
+
+    def part(key: str) -> float:
+        return statistics.median(load[key] for load in restored) if restored else float("nan")
+
+    print(f"cold load, median of {loads}, with the snapshot (worker booted by: {routes}):")
+    print(f"  transferred               {med['bytes'] / 1e6:6.2f} MB   target: under 11 MB")
+    print(f"  requests                  {statistics.median(load['requests'] for load in snap):6.0f}")
+    print(f"  first numbers on screen   {med['first']:6.0f} ms   target: not after the snapshot-less "
+          f"load's ({med_plain['first']:.0f} ms)")
+    print(f"  charts drawn              {med['charts']:6.0f} ms")
+    print(f"  worker boot               {med['boot']:6.0f} ms   (of which the snapshot: fetched and unzipped "
+          f"{part('fetch'):.0f} ms, size and sha256 checked {part('check'):.0f} ms, restored "
+          f"{part('restore') - part('fetch') - part('check'):.0f} ms)")
+    print(f"  ready                     {med['ready']:6.0f} ms   target: under 1500 ms, and at most 35% of a "
+          f"bare loadPyodide: {100 * med['ready'] / bare_ms:.0f}%")
+    print(f"cold load, median of {loads}, snapshot refused (normal boot, precompiled trimmed stdlib):")
+    print(f"  transferred               {med_plain['bytes'] / 1e6:6.2f} MB")
+    print(f"  worker boot               {med_plain['boot']:6.0f} ms")
+    print(f"  ready                     {med_plain['ready']:6.0f} ms   ({100 * med_plain['ready'] / bare_ms:.0f}% "
+          "of a bare loadPyodide)")
+    print(f"bare loadPyodide (stock .py stdlib, module worker), median of {loads}: {bare_ms:.0f} ms")
+
+
+def changes(browser, url: str, n: int) -> None:
+    """Print the control changes' figures (default setup, the big fleet) and the slider drag's rate."""
+    for title, fragment, changes, target in (
+            ("default setup", "", CHANGES, 50),
+            ("16 cache-aware replicas, 8 sessions/s", BIG, BIG_CHANGES, 150)):
+        rows = change_latencies(browser, url, n, fragment, changes)
+        total, compute = [r[0] for r in rows], [r[1] for r in rows]
+        rest = [r[0] - r[1] - r[2] for r in rows]
+        print(f"control change to redrawn charts, {title}, {len(rows)} changes:")
+        print(f"  total                   median {statistics.median(total):4.0f} ms, p95 {p95(total):4.0f} ms, "
+              f"max {max(total):4.0f} ms   target: p95 under {target} ms")
+        print(f"  Python in the worker    median {statistics.median(compute):4.0f} ms, p95 {p95(compute):4.0f} ms")
+        print(f"  the rest (messages, patches applied, a frame painted)   median {statistics.median(rest):4.0f} ms, "
+              f"p95 {p95(rest):4.0f} ms")
+    print(f"slider drag: the charts follow {drag_rate(browser, url):.1f} times a second   target: 10 or more")
 
 
 if __name__ == "__main__":

@@ -23,11 +23,19 @@ arguments, so they can be called in any order, and twice):
     pin(state, request) -> State        a baseline pinned or cleared, the axes locked or freed (`lab.compare`)
     derive(state) -> Derived            simulation, chosen mission, verdict, stars, open missions
     patches(state, derived) -> dict     what the page shows; answer() wraps it for the bridge
+
+What a change cannot alter is remembered, each memo keyed by everything its
+value depends on: whole answers by the state (`handle_json`), runs by the
+keys the simulation reads (`run`, which also hands the tree figure the trees
+at the run's end), and each figure's drawing by what it declares it reads
+(`_drawn`). Equal keys give equal values, so a remembered answer is the one
+a fresh view would give (tests/test_view_memo.py).
 """
 
 import dataclasses
 import html
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,9 +44,9 @@ from typing import Any
 
 from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate
+from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate_with_trees
 
-from . import compare, fleetview, missionview, teach
+from . import compare, figures, fleetview, missionview, teach
 from .controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -49,7 +57,17 @@ from .controls import (
     for_people,
     read_controls,
 )
-from .figures import EMBED_CONTROLS, EMBED_FIGURES, FIGURES, TREE_WIDGETS, Context, embed_figures, fleet_key, tree_page
+from .figures import (
+    EMBED_CONTROLS,
+    EMBED_FIGURES,
+    FIGURES,
+    TREE_WIDGETS,
+    Context,
+    Figure,
+    embed_figures,
+    fleet_key,
+    tree_page,
+)
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
@@ -75,6 +93,10 @@ SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2
 MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
 RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
 _RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
+ANSWERS_KEPT = 16  # recent answers the worker remembers, as JSON text (tens of kB each)
+_ANSWERS: "OrderedDict[tuple, str]" = OrderedDict()  # `_state_key(state)` -> the answer's JSON text
+DRAWN_KEPT = 2  # recent drawings remembered per figure (one may hold a run alive beyond RUNS_KEPT)
+_DRAWN: "dict[str, OrderedDict[tuple, tuple[Result | None, dict, str]]]" = {}  # figure -> key -> (run, data, caption)
 
 
 def budget(scenario: Scenario) -> int:
@@ -178,7 +200,19 @@ def read_shown(raw: Any) -> tuple[Shown | None, tuple[str, ...]]:
 def run(scenario: Scenario) -> Result:
     """`simulate` within the page's budget, remembering the last few runs by the keys the simulation reads:
     moving an article figure's slider, or dragging a slider back where it was, reuses a run."""
-    return _remembered(fleet_key(scenario), lambda: simulate(scenario, limit=budget(scenario)))  # type: ignore[no-any-return]
+    return _remembered(fleet_key(scenario), lambda: _simulated(scenario))  # type: ignore[no-any-return]
+
+
+def _simulated(scenario: Scenario) -> Result:
+    """`simulate` within the budget; the trees at the run's end, which the same pass gives, go to the tree
+    figure's memo, so that drawing the tree does not run the scenario a second time (`model.tree_at`)."""
+    result, trees = simulate_with_trees(scenario, limit=budget(scenario))
+    kept = figures._TREES  # noqa: SLF001 -- the tree figure's own memo, keyed as `figures.tree_snapshot` looks
+    kept[(fleet_key(scenario), None)] = trees
+    kept.move_to_end((fleet_key(scenario), None))
+    while len(kept) > figures.TREE_KEPT:
+        kept.popitem(last=False)
+    return result
 
 
 def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
@@ -196,8 +230,22 @@ def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
 # -- entry points ------------------------------------------------------------
 
 def handle_json(request: str, files: Any = None) -> str:
-    """`handle` over JSON text: what the worker calls, with the trace files the page holds."""
-    return json.dumps(handle(json.loads(request), files), separators=(",", ":"))
+    """`handle` over JSON text: what the worker calls, with the trace files the page holds.
+
+    The answer is a function of the state the request leads to (and of the files it reads), so the last
+    `ANSWERS_KEPT` answers are remembered by that state: dragging a slider back over values it has shown
+    answers at once.
+    """
+    state = _state_of(json.loads(request), files)
+    key = _state_key(state)
+    text = _ANSWERS.get(key)
+    if text is None:
+        text = _ANSWERS[key] = json.dumps(answer(state, derive(state)), separators=(",", ":"))
+        while len(_ANSWERS) > ANSWERS_KEPT:
+            _ANSWERS.popitem(last=False)
+    else:
+        _ANSWERS.move_to_end(key)
+    return text
 
 
 def handle(request: Mapping[str, Any], files: Any = None) -> dict:
@@ -206,8 +254,29 @@ def handle(request: Mapping[str, Any], files: Any = None) -> dict:
     `files` holds the trace files the page has (`files.get(key)` -> a `lab.tracepage.Source` or None): "user",
     the one the player chose, and "mission:<id>", the traffic of a mission that replays a trace.
     """
-    state = pin(settle(update(read_state(request, files), request)), request)
+    state = _state_of(request, files)
     return answer(state, derive(state))
+
+
+def _state_of(request: Mapping[str, Any], files: Any) -> State:
+    return pin(settle(update(read_state(request, files), request)), request)
+
+
+def _state_key(state: State) -> tuple:
+    """Everything of `state` that its answer depends on, hashable: equal keys, equal answers.
+
+    The files the page holds enter by name and size (as `trace_run` remembers their replays): the player's
+    trace, the trace of the mission the page names, and the missions' sweep. The one thing an answer reads
+    besides the state is the clock, in a mission: whether a hint is due (`lab.teach`), which enters as such.
+    """
+    files = tuple((key, None if source is None else (source.name, source.size))
+                  for key in ("user", MISSION_KEY + state.page.get("mission", ""), teach.SWEEPS_KEY)
+                  for source in [_file(state, key)])
+    memo = state.memo
+    due = memo.since is not None and missionview.clock() - memo.since >= missionview.HINT_AFTER_S
+    return (state.scenario, tuple(sorted(state.page.items())), tuple(sorted(state.progress.items())), state.notices,
+            (tuple(sorted(memo.best.items())), memo.played, memo.back, memo.since, due), state.playing, state.scored,
+            state.live, state.asking, tuple(sorted(state.used.items())), state.shown, state.baking, files)
 
 
 def render(scenario: Scenario, page: Mapping[str, str] | None = None, notices: tuple[str, ...] | list[str] = (),
@@ -568,6 +637,7 @@ def patches(state: State, derived: Derived) -> dict:
         **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
     context = Context(scenario, derived.result, run, state.page)
+    text = scenario.to_text()
     shown = state.shown
     dom: dict[str, dict] = {}
     for fig in FIGURES.values():
@@ -576,8 +646,9 @@ def patches(state: State, derived: Derived) -> dict:
         elif fig.costly and state.live:
             pass  # runs the fleet again in other setups: redrawn once the slider settles
         elif shown is None or fig.name in shown.figures:
-            bokeh.update(fig.data(context))
-            dom[f"#cap-{fig.name}"] = {"text": fig.caption(context)}
+            data, caption = _drawn(fig, context, text)
+            bokeh.update(data)
+            dom[f"#cap-{fig.name}"] = {"text": caption}
         if fig.example:
             dom[f"#try-{fig.name}"] = {"hidden": mission is not None or _holds(scenario, fig.example),
                                        "html": _example_button(fig.name)}
@@ -635,7 +706,65 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
     dom["#explain"] = {"html": explained, "hidden": not explained}
+    for patch in dom.values():
+        if "html" in patch:
+            patch["html"] = _as_browsers_write(patch["html"])
     return {"bokeh": bokeh, "dom": dom}
+
+
+_TAG = re.compile(r"<[^<>]+>")
+_ATTRIBUTE = re.compile(r"""(\s[^\s="'<>/]+)(="[^"]*"|='[^']*'|=[^\s"'>]+)?""")  # the view quotes values with "
+_VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
+
+
+def _as_browsers_write(text: str) -> str:
+    """HTML as the browser writes it back (`innerHTML`). The bridge rewrites a panel only when its HTML
+    differs, and a rewritten panel makes the browser lay the page out again before Bokeh can paint: so an
+    unchanged panel must read the same. Browsers give a bare attribute an empty value (`disabled=""`), and
+    write quotes as themselves where `html.escape` wrote `&#x27;` (and `&quot;` outside attributes)."""
+    out, at = [], 0
+    for tag in _TAG.finditer(text):
+        out.append(text[at:tag.start()].replace("&quot;", '"').replace("&#x27;", "'"))
+        written = tag.group()
+        if not written.startswith("</"):
+            closed = written.endswith("/>")
+            written = _ATTRIBUTE.sub(_attribute_as_written, written[:-2].rstrip() + ">" if closed else written)
+            if closed:  # `<rect .../>` is written back `<rect ...></rect>`, `<br/>` as `<br>`
+                name = written[1:].split(None, 1)[0].rstrip(">")
+                written += "" if name in _VOID else f"</{name}>"
+        out.append(written)
+        at = tag.end()
+    out.append(text[at:].replace("&quot;", '"').replace("&#x27;", "'"))
+    return "".join(out)
+
+
+def _attribute_as_written(m: re.Match) -> str:
+    value = m.group(2)
+    if value is None:
+        return m.group(1) + '=""'
+    return m.group(1) + (value.replace("&#x27;", "'") if value.startswith('="') else value)
+
+
+def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict[str, dict], str]:
+    """`fig`'s data and caption, remembered by what it declares it reads (`text` is the scenario's `to_text()`).
+
+    A figure drawn from the fleet's run is drawn again when the run, a key the simulation reads, a key of its
+    `reads` or a page key differs; any other figure when a key of its `reads` does. So moving an article
+    figure's slider redraws that figure alone, and a fleet change leaves the article's explainers as they were.
+    The last `DRAWN_KEPT` drawings of each figure are kept.
+    """
+    reads = tuple((k, v) for k, v in text.items() if k.startswith(fig.reads)) if fig.reads else ()
+    key = (reads, fleet_key(context.scenario), tuple(sorted(context.page.items()))) if fig.fleet else (reads,)
+    kept = _DRAWN.setdefault(fig.name, OrderedDict())
+    found = kept.get(key)
+    if found is not None and found[0] is (context.result if fig.fleet else None):
+        kept.move_to_end(key)
+        return found[1], found[2]
+    data, caption = fig.data(context), fig.caption(context)
+    kept[key] = (context.result if fig.fleet else None, data, caption)
+    while len(kept) > DRAWN_KEPT:
+        kept.popitem(last=False)
+    return data, caption
 
 
 def _events_patch(scenario: Scenario) -> dict[str, dict]:

@@ -74,7 +74,7 @@ from .trace import (
     trace_reuse,
 )
 from .traffic import Request, TooManyRequests, generate
-from .tree import TreeSnapshot, tree_at
+from .tree import TreeSnapshot, simulate_with_trees, tree_at
 
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
@@ -92,5 +92,5 @@ __all__ = [
     # prefill and decode (model/roofline.py, model/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
     # one replica's radix tree at a moment of a run (model/tree.py)
-    "TreeSnapshot", "tree_at",
+    "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

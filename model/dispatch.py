@@ -60,4 +60,5 @@ def held_elsewhere(view: View, index: int) -> int:
     request, replicas = view.request, view.replicas
     if not replicas[index].cache or view.actual(index) >= request.cacheable_tokens:  # no one can hold more
         return 0
-    return max((view.actual(i) for i in range(len(replicas)) if i != index), default=0)
+    held = view.actuals()
+    return max(held[:index] + held[index + 1:], default=0)

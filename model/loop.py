@@ -49,9 +49,11 @@ class EventLoop:
 
     def run(self, until: float = math.inf) -> None:
         """Run actions until none is left or the next one is after `until`."""
-        heap = self._heap
-        while heap and heap[0][0] <= until:
-            self.step()
+        heap, pop = self._heap, heapq.heappop
+        while heap and heap[0][0] <= until:  # `step()`, written out: it runs once per event
+            time, _, _, action, args = pop(heap)
+            self.now = time
+            action(*args)
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -60,7 +60,7 @@ class View:
     there with the approximate one. `actual(i)` is always the tree.
     """
 
-    __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed")
+    __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed", "_backlogs")
 
     def __init__(self, request: Request, replicas: Sequence[Routable], now: float, memory: Memory | None = None) -> None:
         self.request = request
@@ -69,6 +69,7 @@ class View:
         self.memory = memory
         self._actual: list[int | None] = [None] * len(replicas)
         self._believed: list[int | None] = self._actual if memory is None else [None] * len(replicas)
+        self._backlogs: list[float] | None = None  # every replica's backlog at `now`, once one is asked for
 
     def __len__(self) -> int:
         return len(self.replicas)
@@ -102,9 +103,23 @@ class View:
                     m[r.index] = r.tree.peek(keys) if r.cache else 0
         return m  # type: ignore[return-value]
 
+    def actuals(self) -> list[int]:
+        """`actual(i)` of every replica, in index order."""
+        if self.memory is None:
+            return self.matches()
+        return [self.actual(i) for i in range(len(self.replicas))]
+
     def backlog(self, i: int) -> float:
         """Seconds of work ahead of the request on replica `i`."""
-        return self.replicas[i].backlog(self.now)
+        return self.backlogs()[i]
+
+    def backlogs(self) -> list[float]:
+        """`backlog(i)` of every replica, in index order (worked out once per decision)."""
+        b = self._backlogs
+        if b is None:
+            now = self.now
+            b = self._backlogs = [r.backlog(now) for r in self.replicas]
+        return b
 
     def in_flight(self, i: int) -> int:
         """Requests queued or running on replica `i`."""
@@ -118,18 +133,32 @@ class View:
 
     def least_loaded(self) -> int:
         """The replica with the least backlog (ties: least recently routed, then lowest index)."""
-        now = self.now
-        return min(self.replicas, key=lambda r: (r.backlog(now), r.last_routed, r.index)).index
+        b = self.backlogs()
+        least = min(b)
+        return self._tie_break([i for i, x in enumerate(b) if x == least])
 
     def fewest_in_flight(self) -> int:
         """The replica with the fewest requests in flight (ties: as `least_loaded`)."""
-        now = self.now
-        return min(self.replicas, key=lambda r: (r.in_flight(), r.backlog(now), r.last_routed, r.index)).index
+        b = self.backlogs()
+        return min(self.replicas, key=lambda r: (r.in_flight(), b[r.index], r.last_routed, r.index)).index
 
     def longest_match(self) -> int:
         """The replica believed to hold the longest prefix (ties: least backlog, then as everywhere)."""
-        now, matched = self.now, self.matches()
-        return min(self.replicas, key=lambda r: (-matched[r.index], r.backlog(now), r.last_routed, r.index)).index
+        matched = self.matches()
+        top = max(matched)
+        tied = [i for i, m in enumerate(matched) if m == top]
+        if len(tied) > 1:
+            b = self.backlogs()
+            least = min(b[i] for i in tied)
+            tied = [i for i in tied if b[i] == least]
+        return self._tie_break(tied)
+
+    def _tie_break(self, tied: list[int]) -> int:
+        """Of replicas tied on what the router compares, the one routed to least recently, then the lowest index."""
+        if len(tied) == 1:
+            return tied[0]
+        replicas = self.replicas
+        return min(tied, key=lambda i: (replicas[i].last_routed, i))
 
 
 class RoundRobin:

@@ -20,11 +20,12 @@ from typing import NamedTuple
 
 from .config import Scenario
 from .engine import Run
+from .metrics import Result
 from .radix import Node, RadixTree
 from .serving_run import ServingRun
 from .traffic import Request
 
-__all__ = ["TreeNode", "TreeSnapshot", "tree_at"]
+__all__ = ["TreeNode", "TreeSnapshot", "simulate_with_trees", "tree_at"]
 
 
 class TreeNode(NamedTuple):
@@ -87,8 +88,21 @@ def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | Non
     `recent_s` (default: a twentieth of the run's window) is how far back "recently hit", "new" and
     "evicted" look; with `at_s` None they look back from the end of the window, `duration_s`. `requests` and `limit` are `simulate`'s.
     """
-    recent = scenario.duration_s / 20 if recent_s is None else max(0.0, recent_s)
     run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, requests, limit)
+    return _stepped(run, scenario, at_s, recent_s)
+
+
+def simulate_with_trees(scenario: Scenario, limit: int | None = None) -> tuple[Result, tuple[TreeSnapshot, ...]]:
+    """`simulate(scenario, limit=limit)` and `tree_at(scenario)` from one run instead of two: equal to both."""
+    run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, None, limit)
+    trees = _stepped(run, scenario, None, None)
+    return run.finish(), trees  # every event has run: finish() only measures
+
+
+def _stepped(run: "Run | ServingRun", scenario: Scenario, at_s: float | None, recent_s: float | None
+             ) -> tuple[TreeSnapshot, ...]:
+    """Step `run` up to `at_s` (None: to its end), noting when each tree's clock moved; snapshot every tree."""
+    recent = scenario.duration_s / 20 if recent_s is None else max(0.0, recent_s)
     loop, replicas = run.loop, run.replicas
     end = float("inf") if at_s is None else max(0.0, at_s)
     times: list[list[float]] = [[] for _ in replicas]  # per replica: when its tree's clock reached each value
@@ -97,12 +111,16 @@ def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | Non
     before: list[dict[int, tuple[Hashable, int]]] | None = None
     heap = loop._heap  # noqa: SLF001 -- the loop's own queue: stop exactly where `run(until)` would
 
+    trees = [r.tree for r in replicas]  # replica i is replicas[i]
+    last = [-1] * len(trees)  # each tree's clock when last noted
+
     def note() -> None:
-        for r in replicas:
-            clock = r.tree._clock  # noqa: SLF001 -- recency counter: map it back to a time
-            if not clocks[r.index] or clocks[r.index][-1] != clock:
-                clocks[r.index].append(clock)
-                times[r.index].append(loop.now)
+        for i, tree in enumerate(trees):
+            clock = tree._clock  # noqa: SLF001 -- recency counter: map it back to a time
+            if clock != last[i]:
+                last[i] = clock
+                clocks[i].append(clock)
+                times[i].append(loop.now)
 
     since = (end if at_s is not None else scenario.duration_s) - recent
     while heap and heap[0][0] <= end:

@@ -57,7 +57,7 @@ def test_a_mission_compares_with_its_broken_start_on_axes_that_hold_still():
     fixed = handle(opened["hash"], controls={"ctl:router.kind": "cache_aware"})
     tops = {name: fixed["patches"]["bokeh"][f"yr:{name}"]["end"] for name in AXES}
     assert tops == {name: opened["patches"]["bokeh"][f"yr:{name}"]["end"] for name in AXES}
-    assert "Against the mission&#x27;s broken start" in fixed["patches"]["dom"]["#deltas"]["html"]
+    assert "Against the mission's broken start" in fixed["patches"]["dom"]["#deltas"]["html"]
     assert deltas(fixed)["hit_rate"] > 10
 
 

@@ -6,7 +6,7 @@ from test_missions_page import press
 
 import lab.view as view
 from lab.figures import FIGURES, Context, tree_blocks, tree_page
-from model import Scenario, simulate, tree_at
+from model import Scenario, simulate, simulate_with_trees, tree_at
 
 SURGE = Scenario().with_text({"events": "surge@60+60"})
 
@@ -74,7 +74,7 @@ def test_the_trees_widgets_set_page_keys_and_re_run_nothing_the_headline_needs(m
     first = view.handle({"hash": ""})
     assert first["patches"]["bokeh"]["tree:replica"]["options"][:2] == ["replica 0", "replica 1"]
     runs = []
-    monkeypatch.setattr(view, "simulate", lambda *a, **k: runs.append(a) or simulate(*a, **k))
+    monkeypatch.setattr(view, "simulate_with_trees", lambda *a, **k: runs.append(a) or simulate_with_trees(*a, **k))
     moved = view.handle({"hash": first["hash"], "controls": {"tree:at": 45.0, "tree:replica": "replica 2"}})
     assert moved["hash"] == "tree_replica=2&tree_at=45" and runs == []
     assert moved["summary"] == first["summary"]
