@@ -56,7 +56,8 @@ def test_the_page_fetches_the_slice_first_and_then_scores_on_it(tmp_path):
     assert 'class="verdict' not in waiting["patches"]["dom"]["#missions"]["html"]  # nothing scored on stand-in traffic
     assert "Loading this mission's traffic" in waiting["patches"]["dom"]["#readout"]["text"]
     played = view.handle({"hash": hash_}, mission_sources())
-    assert played["fetch"] is None and played["summary"]["requests"] == 1750
+    assert played["fetch"]["key"] == "sweeps"  # the traffic first, then the missions' sweep (lab.teach)
+    assert played["summary"]["requests"] == 1750
     expected = run_mission(MISSION, MISSION.start.with_text({"router.kind": "cache_aware"}))
     assert played["summary"]["ttft_p99_ms"] == expected.ttft_p99_ms
     assert 'data-stars="1"' in played["patches"]["dom"]["#missions"]["html"]
