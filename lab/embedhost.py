@@ -9,7 +9,8 @@ with README's snippet for several embeds sizing each frame to the height its emb
 `RecordingProxy` is an HTTP proxy for a browser context (`proxied_context`). Playwright's routes and request
 events miss what a SharedWorker fetches, and the embeds' shared simulator is one, so tests and benchmarks
 watch the network here instead: the proxy forwards requests to the origins it is given, refuses any other
-(remembered in `foreign`), and records each request's URL, status and bytes (body as sent, compressed).
+(remembered in `foreign`, but for Chromium's own services, which the browser calls on its own), and records
+each request's URL, status and bytes (body as sent, compressed).
 
 Nothing here runs in the browser's Pyodide; it imports only the standard library (and Playwright's objects
 are passed in).
@@ -19,12 +20,18 @@ import html
 import http.client
 import http.server
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["CONTENT_HEIGHT", "SNIPPET", "ArticleServer", "Fetch", "RecordingProxy", "article_html", "frame_fits",
-           "proxied_context"]
+__all__ = ["CONTENT_HEIGHT", "SNIPPET", "ArticleServer", "Fetch", "RecordingProxy", "article_host", "article_html",
+           "frame_fits", "proxied_context"]
+
+# Chromium's own services (autofill asks them about the page's forms): reached by the browser, not the page,
+# and refused by the proxy like anything else, but not counted against the page.
+BROWSER_SERVICES = (".googleapis.com:443", ".gstatic.com:443", ".google.com:443")
 
 # README's parent-page snippet for several embeds: each frame takes the height its own embed reports.
 SNIPPET = """addEventListener("message", (e) => {
@@ -128,7 +135,8 @@ class RecordingProxy:
 
     def _refuse(self, handler: http.server.BaseHTTPRequestHandler, url: str) -> None:
         with self.lock:
-            self.foreign.append(url)
+            if not (url.startswith("https://") and url.endswith(BROWSER_SERVICES)):
+                self.foreign.append(url)
             self.fetches.append(Fetch(url, 0, 0))
         handler.send_error(403, "not an origin of this test")
 
@@ -174,6 +182,18 @@ class RecordingProxy:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@contextmanager
+def article_host(site_origin: str) -> Iterator[tuple[ArticleServer, RecordingProxy]]:
+    """An article server and a proxy that lets the browser reach it and `site_origin` (the lab's) only."""
+    article = ArticleServer()
+    proxy = RecordingProxy([site_origin, article.origin])
+    try:
+        yield article, proxy
+    finally:
+        article.close()
+        proxy.close()
 
 
 def proxied_context(browser: Any, proxy: RecordingProxy, **options: Any) -> Any:

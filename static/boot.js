@@ -47,6 +47,10 @@
     };
     worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
     boot.startedAt = performance.now();
+    if (root.dataset.lab === "waiting") {
+      var text = document.querySelector("#status .text");
+      if (text) text.textContent = "Starting the simulator…";
+    }
     root.dataset.lab = "booting";
     if (boot.onstart) boot.onstart(boot);
   }

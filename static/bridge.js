@@ -40,9 +40,19 @@ function bokehReady() {
   return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
 }
 
+// The next frame the browser renders; or, if it renders none within 100 ms, then: an embed out of view
+// (below the fold, its frame from another origin) is not rendered at all until it is scrolled to, and a
+// change computed meanwhile must still settle.
+function nextPaint() {
+  return new Promise((resolve) => {
+    requestAnimationFrame(resolve);
+    setTimeout(resolve, 100);
+  });
+}
+
 function whenBokehReady() {
   return new Promise((resolve) => {
-    const check = () => (bokehReady() ? resolve() : requestAnimationFrame(check));
+    const check = () => (bokehReady() ? resolve() : nextPaint().then(check));
     check();
   });
 }
@@ -363,7 +373,7 @@ async function onMessage(event) {
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
     document.querySelector(".controls.pending")?.classList.remove("pending");
-    await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
+    await nextPaint();  // let Bokeh paint
     nameInputs();
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
@@ -546,7 +556,7 @@ if (window.parent !== window) {
   };
   new ResizeObserver(report).observe(content);
   whenBokehReady().then(report);
-  document.addEventListener("prefix-lab:view", () => requestAnimationFrame(report));
+  document.addEventListener("prefix-lab:view", () => nextPaint().then(report));
   report();
 }
 
