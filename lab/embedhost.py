@@ -20,7 +20,7 @@ import html
 import http.client
 import http.server
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +104,11 @@ class Fetch:
 
 
 class RecordingProxy:
-    """A forwarding HTTP proxy on 127.0.0.1 that lets requests reach `origins` only, recording each."""
+    """A forwarding HTTP proxy on 127.0.0.1 that lets requests reach `origins` only, recording each.
+
+    `patch`, if set, is `(url, body) -> body or None`: a test's way to change a file on its way (asked for
+    uncompressed when a patch is set); None leaves it as it is.
+    """
 
     HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
            "proxy-authorization", "content-length"}
@@ -113,6 +117,7 @@ class RecordingProxy:
         self.origins = [o.rstrip("/") for o in origins]
         self.fetches: list[Fetch] = []
         self.foreign: list[str] = []
+        self.patch: Callable[[str, bytes], bytes | None] | None = None
         self.lock = threading.Lock()
         proxy = self
 
@@ -147,6 +152,9 @@ class RecordingProxy:
             self._refuse(handler, url)
             return
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in self.HOP}
+        patch = self.patch
+        if patch is not None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
         conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=120)
         try:
             conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers)
@@ -161,6 +169,8 @@ class RecordingProxy:
             conn.close()
         with self.lock:
             self.fetches.append(Fetch(url, answer.status, len(body)))
+        patched = patch(url, body) if patch is not None and answer.status == 200 else None
+        body = body if patched is None else patched
         handler.send_response(answer.status)
         for key, value in answer.getheaders():
             if key.lower() not in self.HOP:

@@ -24,14 +24,13 @@ def host(server):
         yield article, proxy
 
 
-def read(browser, host, urls, gaps, init_script=None):
+def read(browser, host, urls, gaps, init_script=""):
     """A new proxied context reading an article that embeds `urls` (`gaps`: px of prose before each):
     (context, page, its embeds' frames in order, the page errors seen)."""
     article, proxy = host
     proxy.clear()
     context = proxied_context(browser, proxy, viewport={"width": 800, "height": 900})
-    if init_script:
-        context.add_init_script(init_script)
+    context.add_init_script(init_script + "; window.prefixLabLimits = {replaceMs: 1000};")
     context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(tuple(proxy.origins)) else r.abort())
     page = context.new_page()
     errors = []
@@ -61,6 +60,7 @@ def test_embeds_of_one_article_share_one_simulator_and_those_below_the_fold_wait
     _, proxy = host
     site = server["url"] + "embed.html?figure=headline"
     setups = ["fleet.replicas=3", "fleet.replicas=6", "router.kind=cache_aware", "fleet.replicas=5"]
+    proxy.patch = never_answer_marker
     context, page, frames, errors = read(browser, host, [f"{site}#{s}" for s in setups], [0, 0, GAP, GAP])
     try:
         top, second, below, touched = frames
@@ -92,9 +92,30 @@ def test_embeds_of_one_article_share_one_simulator_and_those_below_the_fold_wait
         assert metrics(touched) == expected_metrics("fleet.replicas=7")
         assert len(proxy.seen("pyodide.asm.wasm")) == 1
         assert page.evaluate("document.getElementById('embed-3').getBoundingClientRect().top") > 900  # not shown
+
+        # The shared worker stuck on one frame's change: a newer change there gives that frame a worker of its own.
+        top.evaluate("location.hash = 'marker=1'")  # the patched worker never answers it
+        top.wait_for_function("performance.now() - window.prefixLab.timings.lastSent > 1200", timeout=10_000,
+                              polling=100)  # scrolled out of view by now
+        top.evaluate("location.hash = 'fleet.replicas=2'")
+        top.wait_for_function(f"({READY}) && location.hash === '#fleet.replicas=2'", timeout=60_000, polling=100)
+        assert not top.evaluate(RUNTIME)["shared"]
+        assert metrics(top) == expected_metrics("fleet.replicas=2")
         clean(host, errors)
     finally:
         context.close()
+        proxy.patch = None
+
+
+def never_answer_marker(url, body):
+    """worker.js, never answering a view request whose hash holds 'marker' (as in test_resilience_page; it waits
+    rather than spins, so as not to take a core from the rest of the suite)."""
+    if "/worker." not in url:
+        return None
+    anchor = '  if (msg.type !== "view") return;\n'
+    hook = '  if (String(msg.request.hash).includes("marker")) await new Promise(() => {});\n'
+    assert anchor.encode() in body
+    return body.replace(anchor.encode(), (anchor + hook).encode(), 1)
 
 
 def test_without_shared_workers_each_embed_boots_its_own(browser, server, host):
