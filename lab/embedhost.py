@@ -6,14 +6,17 @@ bench/bench_embed_fit.py).
 origins, as on a real site. `article_html` writes such a page: some prose, then one iframe per embed URL,
 with README's snippet for several embeds sizing each frame to the height its embed reports.
 
+`serve_as_built` serves a built site as it is, without rebuilding it (`prefix-lab serve` would rebuild a site
+built from other sources, which a benchmark comparing two versions must not).
+
 `RecordingProxy` is an HTTP proxy for a browser context (`proxied_context`). Playwright's routes and request
 events miss what a SharedWorker fetches, and the embeds' shared simulator is one, so tests and benchmarks
 watch the network here instead: the proxy forwards requests to the origins it is given, refuses any other
 (remembered in `foreign`, but for Chromium's own services, which the browser calls on its own), and records
 each request's URL, status and bytes (body as sent, compressed).
 
-Nothing here runs in the browser's Pyodide; it imports only the standard library (and Playwright's objects
-are passed in).
+Nothing here runs in the browser's Pyodide; it imports only the standard library at import time (and
+Playwright's objects are passed in).
 """
 
 import html
@@ -23,11 +26,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["CONTENT_HEIGHT", "SNIPPET", "ArticleServer", "Fetch", "RecordingProxy", "article_host", "article_html",
-           "frame_fits", "proxied_context"]
+           "frame_fits", "proxied_context", "serve_as_built"]
 
 # Chromium's own services (autofill asks them about the page's forms): reached by the browser, not the page,
 # and refused by the proxy like anything else, but not counted against the page.
@@ -222,3 +226,37 @@ def frame_fits(host: Any, frame_id: str, content: int, within: int = 2, timeout_
             return False
         raise
     return True
+
+
+@contextmanager
+def serve_as_built(site: Path) -> Iterator[str]:
+    """Serve the built `site` as it is (lab/serve.py's server, in a thread, on a free port): its URL."""
+    import asyncio
+
+    import tornado.netutil
+
+    from .serve import make_server
+
+    sockets = tornado.netutil.bind_sockets(0, address="127.0.0.1")
+    port = sockets[0].getsockname()[1]
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+
+        async def start() -> None:
+            make_server(site).add_sockets(sockets)
+            started.set()
+
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    started.wait(30)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
