@@ -11,6 +11,8 @@ each embed in turn and waits until it is `ready` before scrolling on. Printed pe
 - bytes: response bodies as sent (compressed), for the whole article;
 - simulators: the Pyodide runtimes the frames use (distinct runtime ids their workers report; a site
   built before runtimes were reported has one per frame, each frame booting its own worker);
+- memory: the resident memory of every Chromium process this benchmark started, summed (Linux /proc), once
+  all eight are ready;
 - wasm: how many times pyodide.asm.wasm came over the network (a runtime whose wasm came from the
   browser's cache is not counted there);
 - for each embed: ms from opening the article until it was ready, and ms from when it was scrolled into
@@ -21,6 +23,7 @@ To compare with the eager embeds of an earlier version, build that version's sit
 """
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -39,6 +42,32 @@ READY = "document.documentElement.dataset.lab === 'ready'"
 FIGURES = ["headline", "ttft", "hit", "load", "memory", "dist", "crossover", "transfer"]
 
 
+def chromium_rss_mb() -> float:
+    """Resident memory of the Chromium processes descended from this one, in MB (Linux /proc; 0 elsewhere)."""
+    parents, rss = {}, {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        parents[int(entry)] = int(fields.get("PPid", "0").strip() or 0)
+        if b"chrom" in cmdline.split(b"\0")[0]:
+            rss[int(entry)] = int(fields.get("VmRSS", "0 kB").split()[0]) / 1024
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            if pid == os.getpid():
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return sum(mb for pid, mb in rss.items() if ours(pid))
+
+
 def read_article(browser, site_url: str, article, proxy) -> dict:
     """One cold reading of the eight-embed article."""
     proxy.clear()
@@ -52,6 +81,7 @@ def read_article(browser, site_url: str, article, proxy) -> dict:
         page.locator(f"#embed-{i}").scroll_into_view_if_needed()
         shown.append(page.evaluate("performance.now()"))
         frame.wait_for_function(READY, timeout=180_000, polling=50)
+    memory = chromium_rss_mb()
     start = page.evaluate("performance.timeOrigin")
     ready, runtimes = [], set()
     for i, frame in enumerate(frames):
@@ -61,7 +91,7 @@ def read_article(browser, site_url: str, article, proxy) -> dict:
         ready.append((at, max(0.0, at - shown[i])))
         runtimes.add(info["runtime"]["id"] if info["runtime"] else f"frame {i}")
     context.close()
-    return {"bytes": sum(f.bytes for f in proxy.fetches), "runtimes": len(runtimes),
+    return {"bytes": sum(f.bytes for f in proxy.fetches), "runtimes": len(runtimes), "memory": memory,
             "wasm": len(proxy.seen("pyodide.asm.wasm")), "ready": ready}
 
 
@@ -78,8 +108,8 @@ def main() -> None:
                 print(f"\n{site}: {len(FIGURES)} embeds ({', '.join(FIGURES)}), {args.loads} cold readings")
                 runs = [read_article(browser, url, article, proxy) for _ in range(args.loads)]
             for n, run in enumerate(runs, 1):
-                print(f"  reading {n}: {run['bytes'] / 1e6:.1f} MB, {run['runtimes']} simulator(s), "
-                      f"wasm fetched {run['wasm']}x")
+                print(f"  reading {n}: {run['bytes'] / 1e6:.1f} MB sent, {run['runtimes']} simulator(s), "
+                      f"Chromium resident {run['memory']:.0f} MB, wasm fetched {run['wasm']}x")
             print(f"  {'embed':10s} {'ready after opening, ms':>24s} {'ready after shown, ms':>22s}   (medians)")
             for i, name in enumerate(FIGURES):
                 opened = statistics.median(run["ready"][i][0] for run in runs)

@@ -233,9 +233,9 @@ function keep(view) {
 // article use too (static/boot.js): it cannot be terminated from here, so when it fails this
 // frame (a boot that fails or does not end, a computation stuck or dead) the frame closes its
 // port and starts a dedicated worker of its own, as the full lab has; the other frames do the
-// same when their own limits run out. The per-change work is bounded in Python (lab/view.py counts requests against
-// its budget); these limits catch what that cannot: a boot that does not end, a worker that
-// dies, a machine far slower than planned.
+// same when their own limits run out. The per-change work is bounded in Python (lab/view.py
+// counts requests against its budget); these limits catch what that cannot: a boot that does
+// not end, a worker that dies, a machine far slower than planned.
 // `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
 const limits = window.prefixLabLimits ?? {};
 const BOOT_LIMIT_MS = limits.bootMs ?? 45_000;  // a boot taking longer has failed
