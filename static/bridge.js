@@ -7,13 +7,15 @@
 // `apply` writes into the page. All logic lives in Python (lab/view.py); this file only
 // moves messages and patches, and names no control: what a control does is declared in
 // lab/controls.py. document.documentElement.dataset.lab says where we are:
-// "booting" until the worker can compute, "busy" while it does, "ready" otherwise
-// ("error" if the simulator could not start).
+// "waiting" while an embed has not been shown yet (static/boot.js), "booting" until the
+// worker can compute, "busy" while it does, "ready" otherwise ("error" if the simulator
+// could not start).
 
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
-const timings = { firstNumbers: null, chartsDrawn: null, ready: null, bootMs: null, lastSent: null, changes: [] };
+const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
+  changes: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
 let hash = location.hash.slice(1);
@@ -38,9 +40,19 @@ function bokehReady() {
   return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
 }
 
+// The next frame the browser renders; or, if it renders none within 100 ms, then: an embed out of view
+// (below the fold, its frame from another origin) is not rendered at all until it is scrolled to, and a
+// change computed meanwhile must still settle.
+function nextPaint() {
+  return new Promise((resolve) => {
+    requestAnimationFrame(resolve);
+    setTimeout(resolve, 100);
+  });
+}
+
 function whenBokehReady() {
   return new Promise((resolve) => {
-    const check = () => (bokehReady() ? resolve() : requestAnimationFrame(check));
+    const check = () => (bokehReady() ? resolve() : nextPaint().then(check));
     check();
   });
 }
@@ -217,32 +229,42 @@ function keep(view) {
 // A busy worker reads no messages, and interrupting Pyodide needs a SharedArrayBuffer that
 // embeds and static copies do not have, so a computation cannot be interrupted: a worker
 // that is stuck is replaced. The page's state is all in the URL, so a new worker loses
-// nothing. The per-change work is bounded in Python (lab/view.py counts requests against
-// its budget); these limits catch what that cannot: a boot that does not end, a worker that
-// dies, a machine far slower than planned.
+// nothing. An embed's first worker may be the port of a SharedWorker that other embeds of the
+// article use too (static/boot.js): it cannot be terminated from here, so when it fails this
+// frame (a boot that fails or does not end, a computation stuck or dead) the frame closes its
+// port and starts a dedicated worker of its own, as the full lab has; the other frames do the
+// same when their own limits run out. The per-change work is bounded in Python (lab/view.py
+// counts requests against its budget); these limits catch what that cannot: a boot that does
+// not end, a worker that dies, a machine far slower than planned.
 // `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
 const limits = window.prefixLabLimits ?? {};
 const BOOT_LIMIT_MS = limits.bootMs ?? 45_000;  // a boot taking longer has failed
 const WORK_LIMIT_MS = limits.workMs ?? 20_000;  // one change computing longer is stopped, its worker replaced
 const REPLACE_AFTER_MS = limits.replaceMs ?? 4_000;  // a newer change waiting behind one this old replaces the worker
 
+const boot = window.prefixLabBoot;  // static/boot.js: the first worker, or how to start it
+const WORKER = new URL("./worker.js", import.meta.url).href;
 let worker = null;
+let runtime = null;  // the worker's "ready": {id, shared, frames} (how many frames it has served)
 let bootTimer = null;
 let workTimer = null;
 let goodHash = hash;  // the state of the last view applied: where a stopped change goes back to
 let stopped = "";  // why the last change was stopped, shown once the new worker is ready
 
 function startWorker(early = null) {
-  worker = early?.worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  const made = worker = early?.worker ?? boot.connect(WORKER, false);
   workerReady = false;
-  worker.onmessage = onMessage;
+  timings.started ??= early?.startedAt ?? performance.now();
+  worker.onmessage = (event) => {
+    if (worker === made) onMessage(event);  // a worker given up on may still have had something queued
+  };
   worker.onerror = (event) => {
     event.preventDefault?.();
-    workerFailed(`its worker failed (${event.message || "no reason given"})`);
+    if (worker === made) workerFailed(`its worker failed (${event.message || "no reason given"})`);
   };
   clearTimeout(bootTimer);
   bootTimer = setTimeout(() => workerFailed(`it did not start within ${BOOT_LIMIT_MS / 1000} s`), BOOT_LIMIT_MS);
-  if (early) early.early.splice(0).forEach(onMessage);
+  if (early) early.early.splice(0).forEach((event) => worker === made && onMessage(event));
   else worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
 }
 
@@ -250,12 +272,19 @@ function startWorker(early = null) {
 // line, keep what is on screen, and (if it had booted before) start a fresh one.
 function workerFailed(reason, { detail = "", replaced = false } = {}) {
   const booted = timings.ready !== null;
+  const shared = worker?.shared;
   clearTimeout(bootTimer);
   clearTimeout(workTimer);
   worker?.terminate();
   if (detail) console.error("prefix-lab worker:", detail);
   const lost = inFlight;
   inFlight = null;
+  if (!booted && shared) {  // the shared runtime failed this frame: try one of its own before giving up
+    console.info(`prefix-lab: the shared simulator failed (${reason}); this frame starts its own`);
+    setState("booting", "Starting the simulator…");
+    startWorker();
+    return;
+  }
   if (!booted) {
     setState("error", `The simulator could not start: ${reason}. The numbers shown are the default setup's. ` +
       "Reload to try again; if it keeps failing, the site is incomplete: rebuild it (prefix-lab build).");
@@ -287,6 +316,7 @@ function pump() {
 }
 
 function enqueue(request) {
+  if (!worker) boot.start();
   const last = queue[queue.length - 1];
   if (request.controls && last && last.request.controls) {
     Object.assign(last.request.controls, request.controls);  // a slider drag: keep only the latest values
@@ -317,6 +347,7 @@ async function onMessage(event) {
     clearTimeout(bootTimer);
     workerReady = true;
     timings.bootMs = msg.bootMs;
+    runtime = msg.runtime ?? null;
     for (const [key, file] of traceFiles) worker.postMessage({ type: "trace", key, file });  // a new worker: again
     if (timings.ready === null && queue.length === 0) queue.push({ id: nextId++, request: {} });  // the URL's own state
     if (queue.length) pump();
@@ -342,7 +373,7 @@ async function onMessage(event) {
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     apply(msg.view.patches, queue.length === 0);
     document.querySelector(".controls.pending")?.classList.remove("pending");
-    await new Promise((resolve) => requestAnimationFrame(resolve));  // let Bokeh paint
+    await nextPaint();  // let Bokeh paint
     nameInputs();
     if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
@@ -381,7 +412,10 @@ function queryOf(search) {
   return query;
 }
 
-startWorker(window.prefixLabBoot);
+// An embed that has not been shown yet has no worker: boot.js calls back when it starts one (shown or
+// touched), and a change made before then (a control, the URL) starts it at once (see enqueue).
+if (boot.worker) startWorker(boot);
+else boot.onstart = startWorker;
 
 // -- your own traffic: a trace file chosen or dropped --------------------------------------
 //
@@ -399,7 +433,7 @@ function useTrace(file) {
 
 function giveTrace(key, file) {
   traceFiles.set(key, file);
-  worker.postMessage({ type: "trace", key, file });
+  worker?.postMessage({ type: "trace", key, file });  // else sent when the worker is ready
 }
 
 // A mission that replays a trace: its slice is on this site; fetch it once, then ask again.
@@ -523,11 +557,11 @@ if (window.parent !== window) {
   };
   new ResizeObserver(report).observe(content);
   whenBokehReady().then(report);
-  document.addEventListener("prefix-lab:view", () => requestAnimationFrame(report));
+  document.addEventListener("prefix-lab:view", () => nextPaint().then(report));
   report();
 }
 
-window.prefixLab = { changed, action, timings, get hash() { return hash; } };
+window.prefixLab = { changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; } };
 
 // The headline numbers are in the HTML: they are on screen at the first contentful paint.
 // The charts are drawn when Bokeh's document goes idle.

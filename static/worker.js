@@ -10,6 +10,13 @@
 // loaded fails the boot either way, as a normal boot would fail on it too. Either way the
 // wheel is unpacked, so anything imported later is found. `self.prefixLabBoot` says which
 // way it went and why (read by tests and bench/bench_page.py).
+//
+// The same file runs as a dedicated Worker (one page, one runtime: the full lab) or as a
+// SharedWorker (the embeds of one article share one runtime, see static/boot.js). Shared, it
+// boots Pyodide once and answers each frame on that frame's own port: a request carries the
+// frame's whole state (its hash, progress and memo), lab.view.handle keeps nothing between
+// requests but a memo of runs, and the trace files a frame gives are kept for that frame alone.
+// Requests from several frames are answered one at a time, in the order they arrive.
 
 // The build renames the Pyodide folder by its content hash and writes that name here (both
 // lines), and the snapshot's name and size in place of null.
@@ -21,25 +28,27 @@ const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot
 const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
 let view = null;
-let booting = null;
+let booting = null;  // the boot, once asked for: resolves to what "ready" says, rejects with why it failed
+let failBoot = null;  // ends the boot as failed (for failures Pyodide reports only on the side)
 let restoring = null;  // while a restore is tried: rejects it (Pyodide reports some failures only as warnings)
 // route: "snapshot" or "normal"; fallback: why the snapshot was not used; restoreMs: fetch + check + restore,
 // of which fetchMs (download and gunzip) and checkMs (size and sha256).
 self.prefixLabBoot = { route: null, fallback: null, restoreMs: null, fetchMs: null, checkMs: null };
 
-// Trace files, read here in slices and never sent anywhere: "user" (the one the person chose) and
-// "mission:<id>" (a mission's traffic, fetched from this site).
-const files = new Map();
-const fileReader = typeof FileReaderSync === "function" ? new FileReaderSync() : null;
-const fileSources = { get: (key) => (files.has(key) && fileReader ? traceSource(files.get(key)) : undefined) };
+// This runtime, as each frame it serves is told in "ready": an id (so a page can count the runtimes
+// its frames use), whether it is shared, and how many frames it has served so far.
+const SHARED = typeof SharedWorkerGlobalScope !== "undefined" && self instanceof SharedWorkerGlobalScope;
+const runtime = { id: Math.random().toString(36).slice(2, 10), shared: SHARED, frames: 0 };
 
-// A file as lab.tracepage.Source: its name and size, bytes by range, and progress for the page's bar.
-function traceSource(file) {
+const fileReader = typeof FileReaderSync === "function" ? new FileReaderSync() : null;
+
+// A file as lab.tracepage.Source: its name and size, bytes by range, and progress for the frame's bar.
+function traceSource(file, port) {
   return {
     name: file.name,
     size: file.size,
     read: (start, end) => new Uint8Array(fileReader.readAsArrayBuffer(file.slice(start, end))),
-    progress: (phase, requests, read) => postMessage({ type: "progress", phase, requests, read, size: file.size }),
+    progress: (phase, requests, read) => port.postMessage({ type: "progress", phase, requests, read, size: file.size }),
   };
 }
 
@@ -103,7 +112,14 @@ async function boot(wheelUrl) {
   if (!response.ok) throw new Error(`could not fetch ${wheelUrl}: HTTP ${response.status}`);
   pyodide.unpackArchive(await response.arrayBuffer(), "wheel");
   view = pyodide.pyimport("lab.view");
-  postMessage({ type: "ready", bootMs: performance.now() - t0, route: self.prefixLabBoot.route });
+  return { bootMs: performance.now() - t0, route: self.prefixLabBoot.route };
+}
+
+function startBoot(wheelUrl) {
+  return new Promise((resolve, reject) => {
+    failBoot = reject;
+    boot(wheelUrl).then(resolve, reject);
+  });
 }
 
 // Pyodide loses some failures while it boots (a wasm that is missing, cut or of the wrong type ends
@@ -111,7 +127,7 @@ async function boot(wheelUrl) {
 // snapshot is restored too: they come from the wasm, which a normal boot would load the same way.
 self.addEventListener("unhandledrejection", (event) => {
   if (restoring) restoring(event.reason);
-  else if (!view) postMessage(failure(event.reason, "boot"));
+  else if (!view && failBoot) failBoot(event.reason);
 });
 
 // A wasm file that is cut short or served with the wrong type does not even reject: Pyodide logs
@@ -122,28 +138,53 @@ console.warn = (...args) => {
   if (!view && String(args[0]).includes("wasm instantiation failed")) {
     const err = new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
     if (restoring) restoring(err);
-    else postMessage(failure(err, "boot"));
+    else if (failBoot) failBoot(err);
   }
 };
 
-self.onmessage = async (event) => {
-  const msg = event.data;
-  if (msg.type === "boot") {
-    booting ??= boot(msg.wheel).catch((err) => postMessage(failure(err, "boot")));
-    return;
-  }
-  if (msg.type === "trace") {
-    files.set(msg.key, msg.file);
-    return;
-  }
+// One frame's side of the conversation: `port` is the worker itself (dedicated) or the frame's
+// MessagePort (shared). Trace files, read here in slices and never sent anywhere, are the frame's own:
+// "user" (the one the person chose) and "mission:<id>" (a mission's traffic, fetched from the site).
+function serve(port) {
+  const files = new Map();
+  const fileSources = { get: (key) => (files.has(key) && fileReader ? traceSource(files.get(key), port) : undefined) };
+  port.onmessage = (event) => {
+    const msg = event.data;
+    if (msg.type === "boot") {
+      booting ??= startBoot(msg.wheel);
+      booting.then((info) => port.postMessage({ type: "ready", ...info, runtime: { ...runtime, frames: ++runtime.frames } }),
+        (err) => port.postMessage(failure(err, "boot")));
+      return;
+    }
+    if (msg.type === "trace") {
+      files.set(msg.key, msg.file);
+      return;
+    }
+    if (msg.type === "bye") {  // the frame gave up on this worker (it has one of its own now)
+      files.clear();
+      port.close();
+      return;
+    }
+    if (booting) answer(port, msg, fileSources);
+  };
+}
+
+// A view request, answered once the boot has ended (a failed boot has told the frame already).
+async function answer(port, msg, fileSources) {
   if (msg.type !== "view") return;
-  await booting;
-  if (!view) return;
+  try {
+    await booting;
+  } catch {
+    return;
+  }
   const t0 = performance.now();
   try {
-    const answer = JSON.parse(view.handle_json(JSON.stringify(msg.request), fileSources));
-    postMessage({ type: "view", id: msg.id, view: answer, ms: performance.now() - t0 });
+    const result = JSON.parse(view.handle_json(JSON.stringify(msg.request), fileSources));
+    port.postMessage({ type: "view", id: msg.id, view: result, ms: performance.now() - t0 });
   } catch (err) {
-    postMessage({ ...failure(err, "view"), id: msg.id });
+    port.postMessage({ ...failure(err, "view"), id: msg.id });
   }
-};
+}
+
+if (SHARED) self.onconnect = (event) => serve(event.ports[0]);
+else serve(self);

@@ -1,45 +1,40 @@
-"""An embed tells its parent its height: with README's snippet, on a page of another origin, each figure's iframe
-ends where its content ends (within 2 px), also when the content grows after the first report."""
+"""An embed tells its parent its height: in an article on another origin, with README's snippet, each figure's
+iframe ends where its content ends (within 2 px), also when the content grows after the first report.
+
+The article and the proxy that keeps the browser to the two origins are lab/embedhost.py's, shared with
+bench/bench_embed_fit.py, which repeats this ten times a figure.
+"""
 
 import pytest
 from conftest import READY
 
+from lab.embedhost import CONTENT_HEIGHT, article_host, article_html, frame_fits, proxied_context
 from lab.figures import embed_figures
 
 pytestmark = pytest.mark.browser
 
-SNIPPET = """url => {
-    const frame = document.createElement('iframe');
-    frame.id = 'prefix-lab';
-    frame.src = url;
-    frame.style.cssText = 'width: 100%; height: 300px; border: 0';
-    document.body.appendChild(frame);
-    addEventListener('message', (e) => {
-        if (e.data && e.data.type === 'prefix-lab:height')
-            document.getElementById('prefix-lab').style.height = e.data.height + 'px';
-    });
-}"""
-CONTENT = "Math.ceil(document.querySelector('.lab').getBoundingClientRect().bottom + " \
-          "parseFloat(getComputedStyle(document.body).marginBottom || '0'))"
 
-
-def embed(host, url):
-    """Put the lab in the article with README's snippet; the lab's frame once it has navigated."""
-    with host.expect_event("framenavigated", lambda f: f.url == url) as navigated:
-        host.evaluate(SNIPPET, url)
-    return navigated.value
+@pytest.fixture(scope="module")
+def host(server):
+    with article_host(server["origin"]) as (article, proxy):
+        yield article, proxy
 
 
 @pytest.mark.parametrize("figure", embed_figures())
-def test_each_figures_iframe_ends_at_its_content(guarded, server, figure):
-    context, _, watch = guarded
-    host = watch(context.new_page())
-    host.set_viewport_size({"width": 760, "height": 900})
-    host.set_content("<!doctype html><title>An article</title><p>Some prose before the lab.</p>")
-    url = f"{server['url']}embed.html?figure={figure}"
-    embedded = embed(host, url)
-    embedded.wait_for_function(READY, timeout=60_000)
-    content = embedded.evaluate(CONTENT)
-    host.wait_for_function(f"Math.abs(document.getElementById('prefix-lab').getBoundingClientRect().height - "
-                           f"{content}) <= 2", timeout=10_000)
-    assert content > 150
+def test_each_figures_iframe_ends_at_its_content(browser, server, host, figure):
+    article, proxy = host
+    proxy.clear()
+    context = proxied_context(browser, proxy, viewport={"width": 760, "height": 900})
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(article.put(f"/{figure}.html", article_html([f"{server['url']}embed.html?figure={figure}"])))
+        embedded = page.locator("#embed-0").element_handle().content_frame()
+        embedded.wait_for_function(READY, timeout=60_000)
+        content = embedded.evaluate(CONTENT_HEIGHT)
+        assert frame_fits(page, "embed-0", content), (figure, content)
+        assert content > 150
+        assert not proxy.foreign and not errors, (proxy.foreign, errors)
+    finally:
+        context.close()
