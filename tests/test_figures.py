@@ -324,3 +324,16 @@ def test_the_serving_figures_offer_serving_mode_and_the_queue_a_burst():
     loaded = view.handle(request(page["hash"], action={"type": "example", "figure": "queue"}))
     assert "fleet.decode=true" in loaded["hash"] and "burst" in loaded["hash"]
     assert loaded["patches"]["dom"]["#try-queue"]["hidden"] and loaded["patches"]["dom"]["#try-split"]["hidden"]
+
+
+def test_the_authors_guide_has_a_snippet_and_a_screenshot_for_every_figure():
+    from pathlib import Path
+
+    from lab.figures import embed_figures
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for name in embed_figures():
+        assert f'src="https://your-site.example/prefix-lab/embed.html?figure={name}"' in readme, name
+        assert f"(docs/figures/{name}-720.png)" in readme, name
+        assert (root / "docs" / "figures" / f"{name}-720.png").is_file() and \
+            (root / "docs" / "figures" / f"{name}-390.png").is_file(), name
