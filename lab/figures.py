@@ -21,7 +21,7 @@ Standard library, `model` only: this runs in the browser too.
 import functools
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -103,8 +103,12 @@ def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
 # -- the fleet's charts ---------------------------------------------------------------
 
 def _mids(result: Result) -> list[float]:
-    s = result.series
-    return [round(t + s.bin_s / 2, 3) for t in s.start_s]
+    return _mid_times(result.series.start_s, result.series.bin_s)
+
+
+def _mid_times(starts: Sequence[float], bin_s: float) -> list[float]:
+    """The middle of each bin starting at `starts`: where a per-bin figure is drawn."""
+    return [round(t + bin_s / 2, 3) for t in starts]
 
 
 def _shaded(scenario: Scenario) -> str:
@@ -530,8 +534,7 @@ def _queue_data(c: Context) -> dict[str, dict]:
     out = {}
     for order in ("fcfs", "longest_prefix_first"):
         series = d[order]["series"] if d else {"start_s": [], "ttft_p99_ms": []}
-        bin_s = c.result.series.bin_s
-        out[f"src:queue_{order}"] = {"data": {"t": [round(t + bin_s / 2, 3) for t in series["start_s"]],
+        out[f"src:queue_{order}"] = {"data": {"t": _mid_times(series["start_s"], c.result.series.bin_s),
                                               "p99": series["ttft_p99_ms"]}}
     return out
 

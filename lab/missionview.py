@@ -216,13 +216,13 @@ def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[st
         page.pop("guess_base", None)
     elif kind in ("predict", "skip_predict") and page.get("mission") is None:
         playing = play.playing
-        guess = (action.get("inputs") or {}).get(GUESS_INPUT) if isinstance(action.get("inputs"), dict) else None
         p = FREE_GUESSES.get(page.get("guess_figure", ""))
+        guess = None if p is None else _read_guess(action, p)
         if kind == "skip_predict" or p is None:
             for key in ("guess", "guess_figure", "guess_base"):
                 page.pop(key, None)
-        elif isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess):
-            page["guess"] = f"{min(p.hi, max(p.lo, round(guess / p.step) * p.step)):.6g}"
+        elif guess is not None:
+            page["guess"] = guess
             page["guess_base"] = setup_digest(scenario)  # the guess is for the first setup that differs from this
         else:
             notices = ("Set your guess on the slider, then check it.",)
@@ -233,16 +233,24 @@ def apply_action(action: Mapping[str, Any], scenario: Scenario, page: Mapping[st
             shown = page.get("hint", "0")
             page["hint"] = str(min(len(mission.hints), (int(shown) if shown.isdigit() else 0) + 1))
         elif mission is not None and mission.predict is not None and page.get("guess") == ASKING:
-            inputs = action.get("inputs")
-            guess = inputs.get(GUESS_INPUT) if isinstance(inputs, dict) else None
+            guess = _read_guess(action, mission.predict)
             if kind == "skip_predict":
                 page.pop("guess")
-            elif isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess):
-                p = mission.predict
-                page["guess"] = f"{min(p.hi, max(p.lo, round(guess / p.step) * p.step)):.6g}"
+            elif guess is not None:
+                page["guess"] = guess
             else:
                 notices = ("Set your guess on the slider, then check it.",)
     return scenario, page, Play(progress, memo, playing, False, asking), notices
+
+
+def _read_guess(action: Mapping[str, Any], p: Prediction) -> str | None:
+    """The guess the action carries from the slider, on the prediction's range and step, as the page key holds
+    it; None if it carries no number."""
+    inputs = action.get("inputs")
+    guess = inputs.get(GUESS_INPUT) if isinstance(inputs, dict) else None
+    if not isinstance(guess, (int, float)) or isinstance(guess, bool) or not math.isfinite(guess):
+        return None
+    return f"{min(p.hi, max(p.lo, round(guess / p.step) * p.step)):.6g}"
 
 
 def clock() -> float:

@@ -24,6 +24,7 @@ from model import Result, Scenario
 
 from . import missionview
 from .missionview import ASKING, FREE_GUESSES, HINT_AFTER_S, REVEALED, Memo, Teach, guessed
+from .tracepage import as_bytes
 
 __all__ = ["SWEEPS_KEY", "SWEEPS_URL", "asked", "empty_landscape", "free", "landscape", "question_html", "read_sweeps",
            "teach"]
@@ -41,10 +42,8 @@ def read_sweeps(source: Any) -> dict[str, dict[str, Any]]:
     A file that is not the build's distributions gives none: the panel then shows no landscape."""
     key = (str(source.name), int(source.size))
     if key not in _PARSED:
-        data = source.read(0, source.size)
-        raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data.to_py())
         try:
-            parsed = json.loads(raw)
+            parsed = json.loads(as_bytes(source.read(0, source.size)))
             found = {d["id"]: d for d in parsed["missions"] if isinstance(d, dict) and "id" in d}
         except (ValueError, KeyError, TypeError):
             found = {}

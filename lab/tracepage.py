@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol
 
 from model import BLOCK_TOKENS, Result, Scenario, TraceReuse, replay, trace_reuse
 
-__all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "command", "mission_file", "replay_source",
+__all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "as_bytes", "command", "mission_file", "replay_source",
            "summary_html"]
 
 SLICE_BYTES = 1 << 20  # read from the file at a time
@@ -50,7 +50,7 @@ class TraceRun(NamedTuple):
     cut: bool  # the trace has more requests than were replayed
 
 
-def _bytes(data: Any) -> bytes:
+def as_bytes(data: Any) -> bytes:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     return bytes(data.to_py())  # a JS typed array under Pyodide
@@ -60,7 +60,7 @@ def _slices(source: Source, limit: int | None) -> Iterator[bytes]:
     """The file in slices, ending after `limit` lines (blank ones count, so a few may be left out early)."""
     lines = 0
     for start in range(0, source.size, SLICE_BYTES):
-        chunk = _bytes(source.read(start, min(start + SLICE_BYTES, source.size)))
+        chunk = as_bytes(source.read(start, min(start + SLICE_BYTES, source.size)))
         if limit is not None:
             ends = chunk.count(b"\n")
             if lines + ends >= limit:
