@@ -113,12 +113,16 @@ def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_ord
     guess = page.get_by_role("slider", name="Your guess")
     for _ in range(10):
         guess.press("ArrowLeft")  # 50% to 40%: the slider only holds the guess, nothing is sent
-    answered(page, lambda: page.get_by_role("button", name="Check my guess").click())
+    # Each step is waited on by its own effect: an answer to the fetch of the missions' sweep may come between.
+    page.get_by_role("button", name="Check my guess").click()
+    page.wait_for_function(f"({READY}) && document.querySelector('.prediction[data-truth]') !== null",
+                           timeout=30_000)
     said = page.locator(".prediction").inner_text()
     assert "You guessed 40.0%" in said and "it was 62.7%: 22.7 points low" in said, said
     assert page.locator('[data-metric="hit_rate"]').inner_text() == "62.7%" and not page.locator("#predict").is_visible()
-    answered(page, lambda: page.get_by_role("button", name="A hint").click())
-    answered(page, lambda: page.get_by_role("button", name="Another hint").click())
+    for n, name in ((1, "A hint"), (2, "Another hint")):
+        page.get_by_role("button", name=name).click()
+        page.wait_for_function(f"({READY}) && document.querySelectorAll('.hints li').length === {n}", timeout=30_000)
     assert page.locator(".hints li").all_inner_texts() == list(find_mission("round-robin").hints[:2])
     page.wait_for_function("document.querySelector('#landscape:not([hidden]) .standing, .standing') !== null",
                            timeout=30_000)  # the build's sweep, fetched once the mission opened

@@ -113,7 +113,8 @@ def test_two_participants_play_and_the_facilitator_sees_both_live_and_opens_miss
         ada.wait_for_function(f"({READY}) && location.hash.includes('mission=round-robin')", timeout=30_000)
         assert ada.locator("#predict").is_visible()  # a first play asks for a guess first: Ada skips it
         ada.get_by_role("button", name="Skip the guess").click()
-        ada.wait_for_function(f"({READY}) && !location.hash.includes('guess=')", timeout=30_000)
+        ada.wait_for_function(f"({READY}) && !location.hash.includes('guess=') && "
+                              "document.querySelector('.verdict[data-stars]') !== null", timeout=30_000)
         assert ada.locator(".verdict").get_attribute("data-stars") == "0"  # its broken start, to play
         bob.get_by_role("button", name="Dismiss").click()
         assert bob.locator(".room-open").count() == 0
