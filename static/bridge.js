@@ -78,8 +78,26 @@ function columns(data) {
   return out;
 }
 
+// Whether a value the page holds is the one a patch brings: numbers to 12 digits (NaN is NaN), lists and
+// plain dicts item by item (a chart's factors, a select's options, a source's columns); a Bokeh model, only
+// itself. Rewriting a prop with an equal value still makes Bokeh lay out and repaint what shows it.
 function same(a, b) {
-  return a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) < 1e-12);
+  if (a === b) return true;
+  if (typeof a === "number" && typeof b === "number") {
+    return Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(a), Math.abs(b)) || (Number.isNaN(a) && Number.isNaN(b));
+  }
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  const list = (x) => Array.isArray(x) || ArrayBuffer.isView(x);
+  if (list(a) || list(b)) {
+    if (!list(a) || !list(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!same(a[i], b[i])) return false;
+    return true;
+  }
+  const entries = (x) => (x instanceof Map ? [...x.entries()] : x.constructor === Object ? Object.entries(x) : null);
+  const ea = entries(a), eb = entries(b);
+  if (!ea || !eb || ea.length !== eb.length) return false;
+  const other = new Map(eb);
+  return ea.every(([key, value]) => other.has(key) && same(value, other.get(key)));
 }
 
 // A property Bokeh has not set yet throws when read.
@@ -105,7 +123,10 @@ function apply(patches, controlsToo = true) {
       for (const [prop, value] of Object.entries(props)) {
         if (prop === "data") {  // redraw only the charts whose numbers changed
           const text = JSON.stringify(value);
-          if (drawn.get(name) !== text) changes.data = columns(value);
+          const before = drawn.get(name);  // none yet: the chart shows what the build drew, which may be this
+          if (before === undefined ? !same(current(model, "data"), columns(value)) : before !== text) {
+            changes.data = columns(value);
+          }
           drawn.set(name, text);
         } else if (!same(current(model, prop), value)) changes[prop] = value;
       }
@@ -264,8 +285,12 @@ function startWorker(early = null) {
   };
   clearTimeout(bootTimer);
   bootTimer = setTimeout(() => workerFailed(`it did not start within ${BOOT_LIMIT_MS / 1000} s`), BOOT_LIMIT_MS);
+  if (!early) worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+  // The URL's own state is asked for at once, behind the boot: the worker computes it the moment it can,
+  // while this thread is still busy drawing the page, and the answer waits here until it is free.
+  if (timings.ready === null && !inFlight && queue.length === 0) queue.push({ id: nextId++, request: {} });
+  pump(true);
   if (early) early.early.splice(0).forEach((event) => worker === made && onMessage(event));
-  else worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
 }
 
 // The worker cannot go on: booting failed, or it died or hung on a change. Say so in one
@@ -300,8 +325,10 @@ function workerFailed(reason, { detail = "", replaced = false } = {}) {
   startWorker();
 }
 
-function pump() {
-  if (!workerReady || inFlight || queue.length === 0) return;
+// `booting`: the worker has not said "ready" yet, and takes the request behind its boot; its time limit
+// starts once it is ready (see onMessage).
+function pump(booting = false) {
+  if ((!workerReady && !booting) || inFlight || queue.length === 0) return;
   inFlight = queue.shift();
   inFlight.epoch = epoch;
   inFlight.request.hash = hash;
@@ -309,8 +336,12 @@ function pump() {
   inFlight.request.memo = memo;
   if (embedQuery) inFlight.request.embed = embedQuery;
   inFlight.sent = timings.lastSent = performance.now();
-  setState("busy", "Simulating…");
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
+  if (workerReady) computing();
+}
+
+function computing() {
+  setState("busy", "Simulating…");
   clearTimeout(workTimer);
   workTimer = setTimeout(() => workerFailed(`it took longer than ${WORK_LIMIT_MS / 1000} s`), WORK_LIMIT_MS);
 }
@@ -324,7 +355,7 @@ function enqueue(request) {
   } else {
     queue.push({ id: nextId++, request });
   }
-  if (inFlight && !inFlight.progressed && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
+  if (workerReady && inFlight && !inFlight.progressed && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
     workerFailed(`a newer one came while it had run ${Math.round((performance.now() - inFlight.sent) / 1000)} s`,
       { replaced: true });
     return;
@@ -349,8 +380,11 @@ async function onMessage(event) {
     timings.bootMs = msg.bootMs;
     runtime = msg.runtime ?? null;
     for (const [key, file] of traceFiles) worker.postMessage({ type: "trace", key, file });  // a new worker: again
-    if (timings.ready === null && queue.length === 0) queue.push({ id: nextId++, request: {} });  // the URL's own state
-    if (queue.length) pump();
+    if (inFlight) {  // the URL's own state, asked for with the boot: it is being computed from now
+      inFlight.sent = performance.now();
+      computing();
+    }
+    else if (queue.length) pump();
     else setState("ready", stopped);  // a new worker after a stop: nothing to redo
   } else if (msg.type === "progress") {  // a long replay is alive: no limit stops it, no newer change replaces it
     if (inFlight) inFlight.progressed = true;
