@@ -320,6 +320,7 @@ def _write_pages(out: Path, assets: dict[str, str]) -> None:
     from model import Scenario
 
     from .layout import embed_page, lab_page
+    from .pagedocs import PageDocsError, split_documents
     from .presets import preset_rows
     from .view import METRICS, render
 
@@ -357,6 +358,10 @@ def _write_pages(out: Path, assets: dict[str, str]) -> None:
         template.save(str(path), resources=Resources(mode="server", root_url="./"))
         text = path.read_text(encoding="utf-8").replace(cdn, "static/extensions/panel/")
         text = _defer_scripts(_drop_module_shims(_drop_unused_bundles(text)))
+        try:
+            text = split_documents(text, filename)
+        except PageDocsError as exc:
+            raise BuildError(f"{exc}: Panel's template has changed; see lab/pagedocs.py") from None
         text = _rename_in(text, filename, {
             '"./static/': f'"./{assets["static/"]}', '"static/extensions/': f'"{assets["static/"]}extensions/',
             'src="bridge.js"': f'src="{assets["bridge.js"]}"', 'href="lab.css"': f'href="{assets["lab.css"]}"'})

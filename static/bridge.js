@@ -15,7 +15,7 @@ const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
 const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
-  changes: [] };
+  changes: [], draws: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
 let hash = location.hash.slice(1);
@@ -37,7 +37,124 @@ function setState(state, text) {
 // -- Bokeh models ----------------------------------------------------------------
 
 function bokehReady() {
-  return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
+  if (!pageDocs) return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
+  return !drawing && pageDocs.every((d) => (d.drawn ? d.failed || d.doc.is_idle : !shown(d)));
+}
+
+// -- the page's documents, drawn as they come into view -----------------------------------
+//
+// The build cuts the page's Bokeh models into one document per root (lab/pagedocs.py) and points
+// the page's embed call here. Every document's models are made at once, so every patch and every
+// reader finds them; a document is drawn (its views built and laid out, the costly part) when its
+// place on the page is on screen, then those within a screen of it, and once the first answer is on
+// screen, the rest one at a time while the browser is idle. A place that is hidden waits until it is
+// shown. One document is drawn per task, so an answer that arrives meanwhile is applied between two.
+let pageDocs = null;  // [{doc, elements, places, drawn, queued, failed}] in page order; null where Bokeh's own embed ran
+let drawing = false;
+const toDraw = [];  // documents waiting to be drawn, those on screen first
+const onScreen = new Set();  // the places (see `place`) in the viewport now
+
+function unescapeHtml(text) {
+  const entities = { amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`" };
+  return text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, name) => entities[name]);
+}
+
+// Where a root's element sits on the page: Bokeh's root elements are `display: contents` (no box of
+// their own, so never seen intersecting), so the nearest ancestor that has a box.
+function place(el) {
+  let box = el;
+  while (box.parentElement && getComputedStyle(box).display === "contents") box = box.parentElement;
+  return box;
+}
+
+const shown = (d) => d.places.some((el) => onScreen.has(el));
+let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may never say)
+
+// The charts are drawn once every document on screen is (timings.chartsDrawn).
+function drawnOnScreen() {
+  if (timings.chartsDrawn === null && looked && pageDocs.every((d) => d.drawn || !shown(d))) {
+    timings.chartsDrawn = performance.now();
+  }
+}
+
+window.prefixLabEmbed = (docsJson, items) => {
+  const t0 = performance.now();
+  const json = typeof docsJson === "string" ? JSON.parse(unescapeHtml(docsJson)) : docsJson;
+  const { Document } = Bokeh.require("document");
+  pageDocs = items.map((item) => {
+    const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
+    return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
+  });
+  modelIndex = null;
+  timings.modelsMade = { at: t0, ms: performance.now() - t0 };
+  const watch = (margin, seen) => {
+    const observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) seen(entry);
+      const near = new Set(entries.filter((e) => e.isIntersecting).map((e) => e.target));
+      for (const d of pageDocs) if (d.places.some((el) => near.has(el))) want(d, margin === "0px");
+      drawnOnScreen();
+    }, { rootMargin: margin });
+    for (const d of pageDocs) for (const el of d.places) observer.observe(el);
+  };
+  watch("0px", (entry) => {
+    looked = true;
+    if (entry.isIntersecting) onScreen.add(entry.target);
+    else onScreen.delete(entry.target);
+  });
+  watch("100% 0px", () => {});
+};
+
+function want(d, now) {
+  if (d.drawn) return;
+  if (!d.queued) {
+    d.queued = true;
+    toDraw.push(d);
+  }
+  if (now) {  // on screen: before those that are not, in page order
+    toDraw.sort((a, b) => (shown(b) - shown(a)) || (pageDocs.indexOf(a) - pageDocs.indexOf(b)));
+  }
+  if (!drawing) soon();
+}
+
+// The next document: at once if it is on screen, else when the browser is idle (an answer waiting to be
+// applied, a key pressed, a frame to paint, all come first).
+const soon = () => (toDraw.length && shown(toDraw[0]) ? setTimeout(drawNext) : idle(drawNext));
+
+async function drawNext() {
+  if (drawing || !toDraw.length) return;
+  const d = toDraw.shift();
+  drawing = true;
+  const t0 = performance.now();
+  try {
+    await Bokeh.embed.add_document_standalone(d.doc, document.body, d.elements);
+  } catch (err) {
+    d.failed = true;  // the rest of the page goes on without it
+    console.error("prefix-lab: a part of the page could not be drawn:", err);
+  } finally {
+    d.drawn = true;
+    drawing = false;
+  }
+  timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0 });
+  drawnOnScreen();
+  nameInputs();
+  if (toDraw.length) soon();
+  else if (settledYet) idle(drawRest);
+}
+
+// Once the first answer is on screen: the documents not drawn yet whose place is shown, one at a time.
+function drawRest() {
+  const next = pageDocs?.find((d) => !d.queued && d.places.some((el) => el.getClientRects().length > 0));
+  if (next) want(next, false);
+}
+
+const idle = (fn) => (window.requestIdleCallback ? requestIdleCallback(fn, { timeout: 2000 }) : setTimeout(fn, 50));
+
+// Settled: the first answer is on screen, or the simulator could not start (the page shows the build's).
+let settledYet = false;
+function settle() {
+  if (settledYet) return;
+  settledYet = true;
+  if (!drawing && !toDraw.length) idle(drawRest);
 }
 
 // The next frame the browser renders; or, if it renders none within 100 ms, then: an embed out of view
@@ -311,6 +428,7 @@ function workerFailed(reason, { detail = "", replaced = false } = {}) {
     return;
   }
   if (!booted) {
+    settle();
     setState("error", `The simulator could not start: ${reason}. The numbers shown are the default setup's. ` +
       "Reload to try again; if it keeps failing, the site is incomplete: rebuild it (prefix-lab build).");
     return;
@@ -368,6 +486,7 @@ function settleState() {
     pump();
   } else {
     if (timings.ready === null) timings.ready = performance.now();
+    settle();
     setState("ready", "Ready: every change re-runs the same traffic in your browser.");
   }
 }
@@ -603,7 +722,7 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) if (entry.name === "first-contentful-paint") timings.firstNumbers = entry.startTime;
 }).observe({ type: "paint", buffered: true });
 whenBokehReady().then(() => {
-  timings.chartsDrawn = performance.now();
+  if (!pageDocs) timings.chartsDrawn = performance.now();  // else when what is on screen is drawn (drawnOnScreen)
   nameInputs();
 });
 
