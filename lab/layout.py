@@ -483,6 +483,7 @@ def landscape(view: dict) -> Any:
                for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
     f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
     f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
+    f.xaxis.axis_label, f.yaxis.axis_label = data["ax:land_x"]["axis_label"], data["ax:land_y"]["axis_label"]
     f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
     dots = f.scatter("x", "y", source=sources["src:land"], size=7, color="color", alpha=0.8, line_color="#666666",
                      line_width=0.5)

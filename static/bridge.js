@@ -67,6 +67,14 @@ function place(el) {
   return box;
 }
 
+// The height a layout will take once drawn, from the fixed heights of its charts (0: not known).
+function roomFor(model) {
+  if (typeof model.height === "number") return model.height;
+  const heights = (model.children ?? []).map(roomFor);
+  if (!heights.length) return 0;
+  return model.type.endsWith("Row") ? Math.max(...heights) : heights.reduce((a, b) => a + b, 0);
+}
+
 const shown = (d) => d.places.some((el) => onScreen.has(el));
 let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may never say)
 
@@ -85,8 +93,14 @@ window.prefixLabEmbed = (docsJson, items) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
     return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
   });
+  for (const d of pageDocs) {  // keep their room, so that what is below does not move up and get drawn too soon
+    d.doc.roots().forEach((root, i) => {
+      const height = roomFor(root);
+      if (height > 0 && d.places[i]) d.places[i].style.minHeight = `${height}px`;
+    });
+  }
   modelIndex = null;
-  timings.modelsMade = { at: t0, ms: performance.now() - t0 };
+  timings.modelsMade = { at: t0, ms: performance.now() - t0, documents: pageDocs.length };
   const watch = (margin, seen) => {
     const observer = new IntersectionObserver((entries) => {
       for (const entry of entries) seen(entry);
@@ -125,6 +139,8 @@ async function drawNext() {
   const d = toDraw.shift();
   drawing = true;
   const t0 = performance.now();
+  const top = Math.min(...d.places.map((el) => el.getBoundingClientRect().top)) + window.scrollY;  // before it grows
+  const figure = d.places[0].closest("[data-figure]")?.dataset.figure ?? null;
   try {
     await Bokeh.embed.add_document_standalone(d.doc, document.body, d.elements);
   } catch (err) {
@@ -133,8 +149,9 @@ async function drawNext() {
   } finally {
     d.drawn = true;
     drawing = false;
+    for (const el of d.places) el.style.minHeight = "";
   }
-  timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0 });
+  timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0, top, figure });
   drawnOnScreen();
   nameInputs();
   if (toDraw.length) soon();
@@ -199,7 +216,7 @@ function columns(data) {
 // plain dicts item by item (a chart's factors, a select's options, a source's columns); a Bokeh model, only
 // itself. Rewriting a prop with an equal value still makes Bokeh lay out and repaint what shows it.
 function same(a, b) {
-  if (a === b) return true;
+  if (a === b || (a == null && b == null)) return true;  // a prop never set reads as undefined, a patch says null
   if (typeof a === "number" && typeof b === "number") {
     return Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(a), Math.abs(b)) || (Number.isNaN(a) && Number.isNaN(b));
   }
@@ -228,8 +245,10 @@ function current(model, prop) {
 
 // `controlsToo` is false while more changes are queued: writing an older state into the
 // widgets then would pull a slider back from under the person dragging it.
+// Returns how many Bokeh models it wrote (timings.changes[].written).
 function apply(patches, controlsToo = true) {
   applying = true;
+  let wrote = 0;
   try {
     const index = models();
     for (const [name, props] of Object.entries(patches.bokeh ?? {})) {
@@ -247,7 +266,10 @@ function apply(patches, controlsToo = true) {
           drawn.set(name, text);
         } else if (!same(current(model, prop), value)) changes[prop] = value;
       }
-      if (Object.keys(changes).length) model.setv(changes);
+      if (Object.keys(changes).length) {
+        model.setv(changes);
+        wrote += 1;
+      }
     }
     const focused = document.activeElement;
     for (const [selector, patch] of Object.entries(patches.dom ?? {})) {
@@ -263,6 +285,7 @@ function apply(patches, controlsToo = true) {
   } finally {
     applying = false;
   }
+  return wrote;
 }
 
 // The button that had focus was redrawn (its panel's HTML replaced): focus its new self (the
@@ -524,11 +547,11 @@ async function onMessage(event) {
     stopped = "";
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
-    apply(msg.view.patches, queue.length === 0);
+    const wrote = apply(msg.view.patches, queue.length === 0);
     document.querySelector(".controls.pending")?.classList.remove("pending");
     await nextPaint();  // let Bokeh paint
     nameInputs();
-    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms });
+    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));

@@ -113,3 +113,29 @@ def test_every_figure_and_mission_computes_on_the_shipped_standard_library(page,
                      "fleet.replicas=zz&nonsense=1"):
         answered(f"location.hash = {json.dumps(fragment)}")
     assert "nonsense" in page.locator("#notices").inner_text()
+
+
+def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_build_drew(page, server):
+    """The page's documents (lab/pagedocs.py): at `ready` only those within a screen of the viewport are drawn,
+    the first answer (the build's own setup) writes no model, and the rest are drawn once reached."""
+    page.goto(server["url"])
+    page.wait_for_function(READY, timeout=90_000)
+    timings = page.evaluate("window.prefixLab.timings")
+    screen = page.evaluate("innerHeight")
+    early = [d for d in timings["draws"] if d["at"] < timings["ready"]]
+    article = set(page.evaluate("[...document.querySelectorAll('.article-figure')].map(f => f.dataset.figure)"))
+    assert early and early[0]["top"] < screen and not article & {d["figure"] for d in early}, early
+    assert len(early) < timings["modelsMade"]["documents"] / 2
+    assert timings["changes"][0]["written"] == 0  # every chart and control already showed this answer
+    assert metrics(page) == expected_metrics()
+
+    page.get_by_role("heading", name="The article's arithmetic").scroll_into_view_if_needed()
+    far = page.evaluate("document.querySelector('.article-grid').getBoundingClientRect().bottom + scrollY")
+    page.locator(".article-grid figure").last.scroll_into_view_if_needed()
+    page.wait_for_function(f"window.prefixLab.timings.draws.some(d => d.top > {far} - 2 * innerHeight)",
+                           timeout=30_000)
+    views = page.evaluate("window.prefixLab.timings.changes.length")
+    page.get_by_role("slider", name=re.compile("Replicas", re.I)).first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+    assert page.evaluate("window.prefixLab.timings.changes.at(-1).written") > 0
