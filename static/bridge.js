@@ -76,6 +76,10 @@ function roomFor(model) {
 }
 
 const shown = (d) => d.places.some((el) => onScreen.has(el));
+const near = (d) => d.places.some((el) => nearby.has(el));
+const nearby = new Set();  // the places within a screen of the viewport
+const docOf = new Map();  // Bokeh document -> its entry in pageDocs
+const deferred = new Map();  // model name -> {model, d, changes}: held while a slider moves (see apply)
 let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may never say)
 
 // The charts are drawn once every document on screen is (timings.chartsDrawn).
@@ -93,6 +97,7 @@ window.prefixLabEmbed = (docsJson, items) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
     return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
   });
+  for (const d of pageDocs) docOf.set(d.doc, d);
   for (const d of pageDocs) {  // keep their room, so that what is below does not move up and get drawn too soon
     d.doc.roots().forEach((root, i) => {
       const height = roomFor(root);
@@ -104,8 +109,9 @@ window.prefixLabEmbed = (docsJson, items) => {
   const watch = (margin, seen) => {
     const observer = new IntersectionObserver((entries) => {
       for (const entry of entries) seen(entry);
-      const near = new Set(entries.filter((e) => e.isIntersecting).map((e) => e.target));
-      for (const d of pageDocs) if (d.places.some((el) => near.has(el))) want(d, margin === "0px");
+      const coming = new Set(entries.filter((e) => e.isIntersecting).map((e) => e.target));
+      for (const d of pageDocs) if (d.places.some((el) => coming.has(el))) want(d, margin === "0px");
+      if (deferred.size) release(near);
       drawnOnScreen();
     }, { rootMargin: margin });
     for (const d of pageDocs) for (const el of d.places) observer.observe(el);
@@ -115,7 +121,10 @@ window.prefixLabEmbed = (docsJson, items) => {
     if (entry.isIntersecting) onScreen.add(entry.target);
     else onScreen.delete(entry.target);
   });
-  watch("100% 0px", () => {});
+  watch("100% 0px", (entry) => {
+    if (entry.isIntersecting) nearby.add(entry.target);
+    else nearby.delete(entry.target);
+  });
 };
 
 function want(d, now) {
@@ -245,8 +254,10 @@ function current(model, prop) {
 
 // `controlsToo` is false while more changes are queued: writing an older state into the
 // widgets then would pull a slider back from under the person dragging it.
-// Returns how many Bokeh models it wrote (timings.changes[].written).
-function apply(patches, controlsToo = true) {
+// Returns how many Bokeh models it wrote (timings.changes[].written). While a slider moves (`live`), a
+// drawn chart more than a screen away from the viewport is not redrawn: its changes are held until it
+// comes near or the slider settles (`release`).
+function apply(patches, controlsToo = true, live = false) {
   applying = true;
   let wrote = 0;
   try {
@@ -266,7 +277,11 @@ function apply(patches, controlsToo = true) {
           drawn.set(name, text);
         } else if (!same(current(model, prop), value)) changes[prop] = value;
       }
-      if (Object.keys(changes).length) {
+      if (!Object.keys(changes).length) continue;
+      const d = live ? docOf.get(model.document) : undefined;
+      if (d?.drawn && !near(d)) {
+        deferred.set(name, { model, d, changes: { ...deferred.get(name)?.changes, ...changes } });
+      } else {
         model.setv(changes);
         wrote += 1;
       }
@@ -286,6 +301,20 @@ function apply(patches, controlsToo = true) {
     applying = false;
   }
   return wrote;
+}
+
+// Write the changes held for the charts `which` accepts (all of them by default).
+function release(which = () => true) {
+  applying = true;
+  try {
+    for (const [name, held] of deferred) {
+      if (!which(held.d)) continue;
+      deferred.delete(name);
+      held.model.setv(held.changes);
+    }
+  } finally {
+    applying = false;
+  }
 }
 
 // The button that had focus was redrawn (its panel's HTML replaced): focus its new self (the
@@ -547,7 +576,9 @@ async function onMessage(event) {
     stopped = "";
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
-    const wrote = apply(msg.view.patches, queue.length === 0);
+    const live = Boolean(done?.request.live) || queue.length > 0;  // a slider still moving
+    if (!live) release();
+    const wrote = apply(msg.view.patches, queue.length === 0, live);
     document.querySelector(".controls.pending")?.classList.remove("pending");
     await nextPaint();  // let Bokeh paint
     nameInputs();

@@ -139,3 +139,31 @@ def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_buil
     page.keyboard.press("ArrowRight")
     page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
     assert page.evaluate("window.prefixLab.timings.changes.at(-1).written") > 0
+
+
+SOURCE = """name => {
+    const model = Bokeh.documents.map(d => d.get_model_by_name(name)).find(Boolean);
+    const data = model.data instanceof Map ? Object.fromEntries(model.data) : model.data;
+    return JSON.stringify(Object.entries(data).map(([k, v]) => [k, Array.from(v)]));
+}"""
+
+
+def test_while_a_slider_moves_charts_far_off_screen_wait_and_catch_up_when_it_is_let_go(page, server):
+    page.goto(server["url"])
+    page.wait_for_function(f"({READY}) && window.prefixLab.timings.draws.some(d => d.figure === 'gpu')",
+                           timeout=90_000)  # drawn while idle, far below the fold
+    far, near = page.evaluate(SOURCE, "src:gpu"), page.evaluate(SOURCE, "src:ttft")
+    replicas = page.get_by_role("slider", name="Replicas")
+    box = replicas.bounding_box()
+    views = page.evaluate("window.prefixLab.timings.changes.length")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 + 120, box["y"] + box["height"] / 2, steps=4)
+    page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+    assert "fleet.replicas=" in page.evaluate("location.hash")
+    assert page.evaluate(SOURCE, "src:ttft") != near  # the chart in view follows the slider...
+    assert page.evaluate(SOURCE, "src:gpu") == far  # ...the one three screens below waits
+    views = page.evaluate("window.prefixLab.timings.changes.length")
+    page.mouse.up()
+    page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+    assert page.evaluate(SOURCE, "src:gpu") != far  # let go: it catches up
