@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from lab.browser import launch, serve_site  # noqa: E402
 
-READY = "document.documentElement.dataset.lab === 'ready'"
+# Ready, and every part of the page that is shown drawn (the page draws what is far below the fold while idle).
+READY = "document.documentElement.dataset.lab === 'ready' && window.prefixLab.undrawn === 0"
 SIZES = ((1440, 900), (1280, 720), (390, 844))
 
 

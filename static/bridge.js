@@ -768,7 +768,11 @@ if (window.parent !== window) {
   report();
 }
 
-window.prefixLab = { changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; } };
+// `undrawn`: the documents whose place is shown but not drawn yet (0 once the page is all drawn).
+window.prefixLab = {
+  changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; },
+  get undrawn() { return (pageDocs ?? []).filter((d) => !d.drawn && d.places.some((el) => el.getClientRects().length)).length; },
+};
 
 // The headline numbers are in the HTML: they are on screen at the first contentful paint.
 // The charts are drawn when Bokeh's document goes idle.
