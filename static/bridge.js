@@ -162,7 +162,7 @@ async function drawNext() {
   }
   timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0, top, figure });
   drawnOnScreen();
-  nameInputs();
+  nameInputs(d.doc);
   if (toDraw.length) soon();
   else if (settledYet) idle(drawRest);
 }
@@ -348,9 +348,10 @@ function* deep(root, selector) {
   for (const el of root.querySelectorAll("*")) if (el.shadowRoot) yield* deep(el.shadowRoot, selector);
 }
 
-function nameInputs() {
+function nameInputs(only = null) {  // `only`: one document's views (one just drawn), else all
   if (!window.Bokeh?.index) return;
   for (const top of Bokeh.index) {
+    if (only && top.model.document !== only) continue;
     for (const view of views(top)) {
       const shadow = view.el?.shadowRoot;
       if (!shadow) continue;
