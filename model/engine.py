@@ -166,6 +166,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     records = []
     makespan = 0.0
     fetched, fetch_s = 0, 0.0
+    record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
@@ -175,11 +176,14 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         fetched += s.fetched_tokens
         fetch_s += s.fetch_s
         queue_s = s.start_s - r.arrival_s
-        records.append(RequestRecord(
+        prefill_s = s.prefill_s
+        records.append(record(RequestRecord, (  # the ms values as `ms()` rounds them, written out
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, ms(queue_s), ms(s.prefill_s),
-            ms(queue_s + s.prefill_s)))
-        makespan = max(makespan, s.start_s + s.prefill_s)
+            r.user_tokens, r.answer_tokens, cached, recomputed, round(queue_s * 1000.0, 3),
+            round(prefill_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3), None, None, None)))
+        end = s.start_s + prefill_s
+        if end > makespan:
+            makespan = end
 
     horizon = max(scenario.duration_s, makespan)
     offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)

@@ -113,10 +113,13 @@ class RadixTree:
             self.evict(need - free)
             self.unlock(node)
             free = self.capacity - self.total_tokens
-        end, added = i, 0
-        while end < len(keys) and added + sizes[end] <= free:
-            added += sizes[end]
-            end += 1
+        if need <= free:  # all of it fits (the usual case)
+            end, added = len(keys), need
+        else:  # as many keys as fit
+            end, added = i, 0
+            while end < len(keys) and added + sizes[end] <= free:
+                added += sizes[end]
+                end += 1
         if end == i:
             return node, 0
         self._clock += 1

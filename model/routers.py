@@ -98,9 +98,11 @@ class View:
         m = self._actual
         if None in m:
             keys = self.request.keys
+            first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
             for r in self.replicas:
                 if m[r.index] is None:
-                    m[r.index] = r.tree.peek(keys) if r.cache else 0
+                    tree = r.tree
+                    m[r.index] = tree.peek(keys) if r.cache and first in tree.root.children else 0
         return m  # type: ignore[return-value]
 
     def actuals(self) -> list[int]:
@@ -135,6 +137,8 @@ class View:
         """The replica with the least backlog (ties: least recently routed, then lowest index)."""
         b = self.backlogs()
         least = min(b)
+        if b.count(least) == 1:
+            return b.index(least)
         return self._tie_break([i for i, x in enumerate(b) if x == least])
 
     def fewest_in_flight(self) -> int:
@@ -146,6 +150,8 @@ class View:
         """The replica believed to hold the longest prefix (ties: least backlog, then as everywhere)."""
         matched = self.matches()
         top = max(matched)
+        if matched.count(top) == 1:
+            return matched.index(top)
         tied = [i for i, m in enumerate(matched) if m == top]
         if len(tied) > 1:
             b = self.backlogs()

@@ -14,6 +14,7 @@ one small integer per key, so a node split since the earlier moment is still
 recognised as old. Lab and serving mode both work: each replica has a tree.
 """
 
+import heapq
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable
 from typing import NamedTuple
@@ -115,18 +116,23 @@ def _stepped(run: "Run | ServingRun", scenario: Scenario, at_s: float | None, re
     last = [-1] * len(trees)  # each tree's clock when last noted
 
     def note() -> None:
-        for i, tree in enumerate(trees):
-            clock = tree._clock  # noqa: SLF001 -- recency counter: map it back to a time
+        now = [tree._clock for tree in trees]  # noqa: SLF001 -- recency counters: map them back to times
+        if now == last:  # no tree was touched (one list comparison: this runs once per event)
+            return
+        for i, clock in enumerate(now):
             if clock != last[i]:
                 last[i] = clock
                 clocks[i].append(clock)
                 times[i].append(loop.now)
 
     since = (end if at_s is not None else scenario.duration_s) - recent
+    pop = heapq.heappop
     while heap and heap[0][0] <= end:
         if before is None and heap[0][0] > since:
             before = [prefixes.cached(r.tree) for r in replicas]
-        loop.step()
+        time, _, _, action, args = pop(heap)  # `loop.step()`, written out: it runs once per event
+        loop.now = time
+        action(*args)
         note()
     now = loop.now if at_s is None else end
     if before is None:
