@@ -20,7 +20,7 @@ from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, headline, ms, per_bin, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, headline, per_bin, percentile, ratio
 from .replica import Replica, Served
 from .serving_run import ServingRun
 from .traffic import Request, generate
