@@ -87,6 +87,7 @@ class Figure:
     costly: bool = False  # runs the fleet in other setups besides the page's: not redrawn while a slider moves
 
 
+@functools.lru_cache(maxsize=32)  # asked by every fleet figure of every answer: remembered by the scenario
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     """The scenario as the simulation sees it: equal for two scenarios whose runs are equal.
 

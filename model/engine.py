@@ -13,6 +13,7 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from .closed import looped_source
 from .config import Scenario
@@ -26,6 +27,8 @@ from .serving_run import ServingRun
 from .traffic import Request, generate
 
 __all__ = ["Run", "simulate"]
+
+_REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
 
 
 def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
@@ -161,7 +164,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
              kv: tuple[list[list[int]], list[list[int]], list[list[int]]], overestimate: float) -> Result:
     if len(served) != arrived:
         raise RuntimeError(f"served {len(served)} of {arrived} requests")
-    served.sort(key=lambda s: s.request.id)
+    served.sort(key=_REQUEST_ID)
     tokens_per_s = profile.prefill_tokens_per_s()
     records = []
     makespan = 0.0
