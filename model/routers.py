@@ -119,8 +119,9 @@ class View:
         """`backlog(i)` of every replica, in index order (worked out once per decision)."""
         b = self._backlogs
         if b is None:
-            now = self.now
-            b = self._backlogs = [r.backlog(now) for r in self.replicas]
+            now, replicas = self.now, self.replicas
+            fleet = getattr(type(replicas[0]), "backlogs", None) if replicas else None  # one pass, if the class has it
+            b = self._backlogs = fleet(replicas, now) if fleet is not None else [r.backlog(now) for r in replicas]
         return b
 
     def in_flight(self, i: int) -> int:
@@ -164,7 +165,7 @@ class View:
         if len(tied) == 1:
             return tied[0]
         replicas = self.replicas
-        return min(tied, key=lambda i: (replicas[i].last_routed, i))
+        return min([(replicas[i].last_routed, i) for i in tied])[1]  # no key function: no call per replica
 
 
 class RoundRobin:
