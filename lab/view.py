@@ -261,7 +261,7 @@ def prefetch_json(request: str | None = None, files: Any = None) -> bool:
     per call, so a request that arrives meanwhile waits for one at most. What a later request returns does
     not change: every memo is keyed by all its value depends on (tests/test_view_prefetch.py).
     """
-    if request is not None:
+    if isinstance(request, str):  # anything else (None, or a JavaScript null as Pyodide hands it over): no request
         _WARM[:] = _neighbours(json.loads(request), files)
     elif _WARM:
         handle_json(_WARM.pop(0), files)

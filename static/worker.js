@@ -195,8 +195,9 @@ async function answer(port, msg, fileSources) {
 
 // Answers ahead of time, one per task, so that a request arriving meanwhile waits for one at most: its
 // message is handled between two of them, and its arrival ends the chain (its own answer plans anew).
-// The first call plans from the request just answered; a failure ends the chain, the page never sees it.
-function warm(chain, fileSources, text = null) {
+// The first call plans from the request just answered (later ones pass no text: `undefined` reaches Python
+// as None, where `null` would not); a failure ends the chain, the page never sees it.
+function warm(chain, fileSources, text = undefined) {
   if (chain !== warming) return;
   try {
     if (view.prefetch_json(text, fileSources)) setTimeout(() => warm(chain, fileSources), 0);

@@ -134,3 +134,13 @@ def test_prefetching_never_changes_what_later_requests_return():
         return answers
 
     assert play(ahead=True) == play(ahead=False)
+
+
+def test_without_a_request_text_the_next_planned_answer_is_made_whatever_stands_for_none():
+    """The worker's later calls pass no text: Pyodide hands a JavaScript null over as an object, not None."""
+    forget()
+    view.handle_json(json.dumps(DRAG))
+    assert view.prefetch_json(json.dumps(DRAG)) is True
+    assert view.prefetch_json(object()) is True  # one of the two answered
+    assert len(view._WARM) == 1
+    assert view.prefetch_json(object()) is False
