@@ -56,6 +56,39 @@ for label, request in json.loads(requests_json):
     out.append(f"== {label}, Pyodide: a new setup {new[0]:.1f} ms (CPU {new[1]:.1f} ms), the same setup again "
                f"{seen[0]:.1f} ms (CPU {seen[1]:.1f} ms) (medians of 5); "
                f"cProfile of a new setup by {SORT} (its overhead inflates builtins):\n" + body[body.index("ncalls"):])
+
+
+def drag(ahead):
+    """A replicas slider moved one step at a time (live), other seeds: each step's CPU ms, and the idle CPU ms
+    spent answering ahead of time between steps (lab.view.prefetch_json, as the worker runs it)."""
+    steps, idle = [], []
+    for seed in (11, 12, 13):
+        request = {"hash": f"seed={seed}", "controls": {"ctl:fleet.replicas": 4}, "live": True, "progress": {},
+                   "memo": None}
+        for value in (5, 6, 7, 8, 7, 6):
+            text = json.dumps(request)
+            c0 = cpu_ms()
+            reply = json.loads(view.handle_json(text))
+            steps.append(cpu_ms() - c0)
+            if ahead:
+                c0 = cpu_ms()
+                more = view.prefetch_json(text)
+                while more:
+                    more = view.prefetch_json()
+                idle.append(cpu_ms() - c0)
+            request = {**request, "controls": {"ctl:fleet.replicas": value}, "hash": reply["hash"],
+                       "progress": reply["progress"], "memo": reply["memo"]}
+    return sorted(steps)[len(steps) // 2], max(steps), sum(idle) / max(1, len(idle))
+
+
+if hasattr(view, "prefetch_json"):
+    for ahead in (False, True):
+        view._ANSWERS.clear()
+        view._RUNS.clear()
+        med, worst, idle = drag(ahead)
+        out.append(f"== a replicas slider dragged one step at a time, {'with' if ahead else 'without'} answers ahead of "
+                   f"time: a step's CPU median {med:.1f} ms, worst {worst:.1f} ms"
+                   + (f"; idle CPU spent ahead of time per step {idle:.1f} ms" if ahead else ""))
 "\n".join(out)
 `) + "\n");
 } catch (err) {

@@ -9,7 +9,8 @@ the same interpreter as the page's worker) and in CPython, each for setups
 not computed before (other seeds) and for the same setup again, then prints
 cProfile's top functions by own time for a new setup under Pyodide (PROFILE_SORT=cumulative
 and PROFILE_ROWS=40 in the environment change the order and the length). Each time is
-given as wall clock and as CPU time, the steadier figure on a shared machine.
+given as wall clock and as CPU time, the steadier figure on a shared machine. Last, a replicas slider
+moved one step at a time, without and with answers ahead of time between the steps (`prefetch_json`).
 """
 
 import json

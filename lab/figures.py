@@ -87,6 +87,7 @@ class Figure:
     costly: bool = False  # runs the fleet in other setups besides the page's: not redrawn while a slider moves
 
 
+@functools.lru_cache(maxsize=32)  # asked by every fleet figure of every answer: remembered by the scenario
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     """The scenario as the simulation sees it: equal for two scenarios whose runs are equal.
 
@@ -211,8 +212,17 @@ def _memory_caption(c: Context) -> str:
             f"across the fleet.{gone}")
 
 
-def histogram(ttfts: list[float]) -> dict:
-    """Counts of TTFT in log-spaced bins (ten per decade), from the fastest to the slowest."""
+def histogram(ttfts: Sequence[float]) -> dict:
+    """Counts of TTFT in log-spaced bins (ten per decade), from the fastest to the slowest.
+
+    Remembered for the last few lists of values (the chart and the axes' fit each ask for the same run's):
+    the dict returned may be shared, so it is never changed.
+    """
+    return _histogram(tuple(ttfts))
+
+
+@functools.lru_cache(maxsize=8)
+def _histogram(ttfts: tuple[float, ...]) -> dict:
     if not ttfts:
         return {"left": [], "right": [], "count": [], "share": []}
     lo = math.floor(math.log10(max(min(ttfts), 1.0)) * 10)

@@ -33,6 +33,7 @@ a fresh view would give (tests/test_view_memo.py).
 """
 
 import dataclasses
+import functools
 import html
 import json
 import re
@@ -72,8 +73,8 @@ from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
 
-__all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "read_shown",
-           "read_state", "render", "run", "settle", "update"]
+__all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "prefetch_json",
+           "read_shown", "read_state", "render", "run", "settle", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -93,8 +94,10 @@ SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2
 MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
 RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
 _RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
-ANSWERS_KEPT = 16  # recent answers the worker remembers, as JSON text (tens of kB each)
+ANSWERS_KEPT = 48  # recent answers the worker remembers, as JSON text (65-100 kB each: 3-5 MB in all)
 _ANSWERS: "OrderedDict[tuple, str]" = OrderedDict()  # `_state_key(state)` -> the answer's JSON text
+_WARM: list[str] = []  # requests `prefetch_json` plans to answer ahead of time (JSON text), next first
+_SLIDERS = {c.name: c for c in CONTROLS if c.widget == "slider"}  # widget tag -> control, for `prefetch_json`
 DRAWN_KEPT = 2  # recent drawings remembered per figure (one may hold a run alive beyond RUNS_KEPT)
 _DRAWN: "dict[str, OrderedDict[tuple, tuple[Result | None, dict, str]]]" = {}  # figure -> key -> (run, data, caption)
 
@@ -246,6 +249,50 @@ def handle_json(request: str, files: Any = None) -> str:
     else:
         _ANSWERS.move_to_end(key)
     return text
+
+
+def prefetch_json(request: str | None = None, files: Any = None) -> bool:
+    """Answer ahead of time what a slider is likely to ask next, while the page asks nothing; True if more is left.
+
+    With `request` (the JSON text of the request just answered), plan: if it moved one slider, the same
+    request one step of that slider either way, the way it was going first, as the page would send it after
+    this answer (its hash, progress and memo). Without, answer the next planned request into the answer
+    memo, as `handle_json` does, and drop it from the plan. The worker calls this in idle time, one answer
+    per call, so a request that arrives meanwhile waits for one at most. What a later request returns does
+    not change: every memo is keyed by all its value depends on (tests/test_view_prefetch.py).
+    """
+    if isinstance(request, str):  # anything else (None, or a JavaScript null as Pyodide hands it over): no request
+        _WARM[:] = _neighbours(json.loads(request), files)
+    elif _WARM:
+        handle_json(_WARM.pop(0), files)
+    return bool(_WARM)
+
+
+def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
+    """The requests one slider step either side of `request`'s one slider change (see `prefetch_json`)."""
+    controls = request.get("controls")
+    if request.get("action") or not isinstance(controls, dict) or len(controls) != 1:
+        return []
+    [(name, raw)] = controls.items()
+    control = _SLIDERS.get(name)
+    if control is None or isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return []
+    state = _state_of(request, files)
+    answered = _ANSWERS.get(_state_key(state))
+    if answered is None:  # not the request just answered (or already pushed out): nothing to go on
+        return []
+    reply = json.loads(answered)
+    start, end, step = control.range
+    was = read_hash(str(request.get("hash") or "")).scenario.get(control.key)
+    sides = (step, -step) if not isinstance(was, (int, float)) or raw >= was else (-step, step)
+    out = []
+    for delta in sides:
+        value = raw + delta
+        if start - step / 2 <= value <= end + step / 2:
+            value = int(value) if isinstance(raw, int) and float(step).is_integer() else value
+            out.append(json.dumps({**request, "controls": {name: value}, "hash": reply["hash"],
+                                   "progress": reply["progress"], "memo": reply["memo"]}))
+    return out
 
 
 def handle(request: Mapping[str, Any], files: Any = None) -> dict:
@@ -650,7 +697,7 @@ def patches(state: State, derived: Derived) -> dict:
             bokeh.update(data)
             dom[f"#cap-{fig.name}"] = {"text": caption}
         if fig.example:
-            dom[f"#try-{fig.name}"] = {"hidden": mission is not None or _holds(scenario, fig.example),
+            dom[f"#try-{fig.name}"] = {"hidden": mission is not None or _holds(text, fig.example),
                                        "html": _example_button(fig.name)}
         if shown is not None:
             dom[f'[data-figure="{fig.name}"]'] = {"hidden": fig.name not in shown.figures}
@@ -798,8 +845,20 @@ def _compare_tools(state: State, derived: Derived) -> str:
     return pin_button + " " + lock_button + guess
 
 
-def _holds(scenario: Scenario, example: tuple[tuple[str, str], ...]) -> bool:
-    return scenario.with_text(dict(example)) == scenario
+def _holds(text: Mapping[str, str], example: tuple[tuple[str, str], ...]) -> bool:
+    """Whether loading `example` would change nothing of the scenario whose `to_text()` is `text`.
+
+    Text is written without loss, so a key holds the example's value exactly when its text is the text
+    that value takes once loaded: compared as text, no scenario is built per answer.
+    """
+    return all(text[key] == value for key, value in _loaded_text(example).items())
+
+
+@functools.cache
+def _loaded_text(example: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The example's keys as a scenario writes them once the example is loaded (numbers and events canonical)."""
+    loaded = Scenario().with_text(dict(example)).to_text()
+    return {key: loaded[key] for key, _ in example}
 
 
 def _example_button(name: str) -> str:

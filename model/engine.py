@@ -13,6 +13,7 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from .closed import looped_source
 from .config import Scenario
@@ -20,12 +21,14 @@ from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, headline, ms, per_bin, percentile, ratio
+from .metrics import BINS, RequestRecord, Result, Series, headline, per_bin, percentile, ratio
 from .replica import Replica, Served
 from .serving_run import ServingRun
 from .traffic import Request, generate
 
 __all__ = ["Run", "simulate"]
+
+_REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
 
 
 def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
@@ -161,11 +164,12 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
              kv: tuple[list[list[int]], list[list[int]], list[list[int]]], overestimate: float) -> Result:
     if len(served) != arrived:
         raise RuntimeError(f"served {len(served)} of {arrived} requests")
-    served.sort(key=lambda s: s.request.id)
+    served.sort(key=_REQUEST_ID)
     tokens_per_s = profile.prefill_tokens_per_s()
     records = []
     makespan = 0.0
     fetched, fetch_s = 0, 0.0
+    record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
@@ -175,11 +179,14 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         fetched += s.fetched_tokens
         fetch_s += s.fetch_s
         queue_s = s.start_s - r.arrival_s
-        records.append(RequestRecord(
+        prefill_s = s.prefill_s
+        records.append(record(RequestRecord, (  # the ms values as `ms()` rounds them, written out
             round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, ms(queue_s), ms(s.prefill_s),
-            ms(queue_s + s.prefill_s)))
-        makespan = max(makespan, s.start_s + s.prefill_s)
+            r.user_tokens, r.answer_tokens, cached, recomputed, round(queue_s * 1000.0, 3),
+            round(prefill_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3), None, None, None)))
+        end = s.start_s + prefill_s
+        if end > makespan:
+            makespan = end
 
     horizon = max(scenario.duration_s, makespan)
     offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)

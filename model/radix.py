@@ -67,8 +67,8 @@ class RadixTree:
     def peek(self, keys: Sequence[Hashable]) -> int:
         """Tokens of the longest cached prefix of `keys`; changes nothing.
 
-        `_descend`'s walk, written out for speed (routers peek every tree for every request): an edge
-        whose keys all match is compared as one slice.
+        `_walk`'s descent without its touches and splits (routers peek many trees for every request): an
+        edge whose keys all match is compared as one slice.
         """
         node, i, matched, n = self.root, 0, 0, len(keys)
         while i < n:
@@ -85,13 +85,6 @@ class RadixTree:
             matched += child.tokens
             node, i = child, i + m
         return matched
-
-    def find(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
-        """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
-
-        A partly matched edge is split, so the node ends exactly at the match.
-        """
-        return self._walk(keys)
 
     def insert(self, keys: Sequence[Hashable], sizes: Sequence[int]) -> tuple[Node, int]:
         """Cache `keys`, evicting LRU leaves for room; returns (deepest node, tokens added).
@@ -113,10 +106,13 @@ class RadixTree:
             self.evict(need - free)
             self.unlock(node)
             free = self.capacity - self.total_tokens
-        end, added = i, 0
-        while end < len(keys) and added + sizes[end] <= free:
-            added += sizes[end]
-            end += 1
+        if need <= free:  # all of it fits (the usual case)
+            end, added = len(keys), need
+        else:  # as many keys as fit
+            end, added = i, 0
+            while end < len(keys) and added + sizes[end] <= free:
+                added += sizes[end]
+                end += 1
         if end == i:
             return node, 0
         self._clock += 1
@@ -168,12 +164,14 @@ class RadixTree:
         return freed
 
     # -- internals --------------------------------------------------------
-    def _descend(self, keys: Sequence[Hashable]) -> tuple[Node, int, int, Node | None, int]:
-        """Follow `keys` from the root, changing nothing: the one descent every look-up uses.
+    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
 
-        Returns (last wholly matched node, keys matched to it, tokens matched to
-        it, the child matched only partway or None, keys matched inside it).
+        A partly matched edge is split, so the node ends exactly at the match. The one walk that changes
+        the tree, shared by `find` and `insert` (`peek` walks the same way without changing anything).
         """
+        self._clock += 1
+        stamp = self._clock
         node, i, matched, n = self.root, 0, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
@@ -181,27 +179,15 @@ class RadixTree:
                 break
             ck = child.keys
             m = len(ck)
-            if m > 1 and tuple(keys[i:i + m]) != ck:  # not the whole edge: find where it parts
+            if m > 1 and tuple(keys[i:i + m]) != ck:  # not the whole edge: split it where it parts
                 j, end = 1, min(m, n - i)
                 while j < end and ck[j] == keys[i + j]:
                     j += 1
-                return node, i, matched, child, j
+                node = self._split(child, j)
+                i, matched = i + j, matched + node.tokens
+                break
             matched += child.tokens
             node, i = child, i + m
-        return node, i, matched, None, 0
-
-    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
-        """`_descend`, then split a partly matched edge and touch the path.
-
-        Returns (last node, keys matched, tokens matched); the node ends exactly
-        at the matched prefix.
-        """
-        self._clock += 1
-        stamp = self._clock
-        node, i, matched, part, j = self._descend(keys)
-        if part is not None:
-            node = self._split(part, j)
-            i, matched = i + j, matched + node.tokens
         touched = node
         while touched is not self.root:
             touched.stamp = stamp
@@ -209,6 +195,8 @@ class RadixTree:
         if node is not self.root and not node.children and not node.lock_ref:
             self._push(node)  # its stamp changed: re-file it in LRU order
         return node, i, matched
+
+    find = _walk  # the public name: replicas look up every request's prefix with it
 
     def _split(self, node: Node, pos: int) -> Node:
         """Cut `node`'s run after `pos` keys; returns the new upper half."""

@@ -98,9 +98,11 @@ class View:
         m = self._actual
         if None in m:
             keys = self.request.keys
+            first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
             for r in self.replicas:
                 if m[r.index] is None:
-                    m[r.index] = r.tree.peek(keys) if r.cache else 0
+                    tree = r.tree
+                    m[r.index] = tree.peek(keys) if r.cache and first in tree.root.children else 0
         return m  # type: ignore[return-value]
 
     def actuals(self) -> list[int]:
@@ -117,8 +119,9 @@ class View:
         """`backlog(i)` of every replica, in index order (worked out once per decision)."""
         b = self._backlogs
         if b is None:
-            now = self.now
-            b = self._backlogs = [r.backlog(now) for r in self.replicas]
+            now, replicas = self.now, self.replicas
+            fleet = getattr(type(replicas[0]), "backlogs", None) if replicas else None  # one pass, if the class has it
+            b = self._backlogs = fleet(replicas, now) if fleet is not None else [r.backlog(now) for r in replicas]
         return b
 
     def in_flight(self, i: int) -> int:
@@ -135,6 +138,8 @@ class View:
         """The replica with the least backlog (ties: least recently routed, then lowest index)."""
         b = self.backlogs()
         least = min(b)
+        if b.count(least) == 1:
+            return b.index(least)
         return self._tie_break([i for i, x in enumerate(b) if x == least])
 
     def fewest_in_flight(self) -> int:
@@ -146,6 +151,8 @@ class View:
         """The replica believed to hold the longest prefix (ties: least backlog, then as everywhere)."""
         matched = self.matches()
         top = max(matched)
+        if matched.count(top) == 1:
+            return matched.index(top)
         tied = [i for i, m in enumerate(matched) if m == top]
         if len(tied) > 1:
             b = self.backlogs()
@@ -158,7 +165,7 @@ class View:
         if len(tied) == 1:
             return tied[0]
         replicas = self.replicas
-        return min(tied, key=lambda i: (replicas[i].last_routed, i))
+        return min([(replicas[i].last_routed, i) for i in tied])[1]  # no key function: no call per replica
 
 
 class RoundRobin:

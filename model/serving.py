@@ -54,7 +54,7 @@ import itertools
 import math
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .hardware import Profile
 from .loop import START, STEP, EventLoop
@@ -187,6 +187,11 @@ class ServingReplica:
     def backlog(self, now: float) -> float:
         """Prefill seconds ahead of a request routed here now: waiting prompts and the rest of those under way."""
         return self.queued_work_s + self.todo_tokens * self.per_token_s
+
+    @staticmethod
+    def backlogs(replicas: "Sequence[ServingReplica]", now: float) -> list[float]:
+        """`backlog(now)` of each of `replicas`, in one pass: routers ask for the whole fleet's on every request."""
+        return [r.queued_work_s + r.todo_tokens * r.per_token_s for r in replicas]
 
     def in_flight(self) -> int:
         """Requests routed here and not finished: waiting, prefilling or decoding."""

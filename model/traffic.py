@@ -88,7 +88,9 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
 
     history: dict[int, tuple[tuple, tuple, int]] = {}  # session -> (keys, sizes, tokens) of its earlier turns
     plain_heads: dict[int, tuple[tuple, tuple]] = {}  # system prompt -> its segments, no dynamic text
+    affinities: dict[int, str] = {}  # system prompt -> its affinity text
     requests = []
+    make = tuple.__new__  # Request(...) without its Python-level __new__: a run makes thousands
     for rid, (at, session, turn, prompt, user, answer) in enumerate(raw):
         mode = "top" if at >= first_timestamp else scenario.dynamic_text
         past_keys, past_sizes, past_tokens = history.get(session, ((), (), 0))
@@ -107,8 +109,11 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
             keys, sizes = keys + (("dyn", rid),), sizes + (t.dynamic_tokens,)
         prompt_tokens = t.system_tokens + past_tokens + user + (t.dynamic_tokens if mode != "none" else 0)
         history[session] = (past_keys + (user_key, answer_key), past_sizes + (user, answer), past_tokens + user + answer)
-        requests.append(Request(rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key,
-                                prompt_tokens, cacheable, f"prompt/{prompt}"))
+        affinity = affinities.get(prompt)
+        if affinity is None:
+            affinity = affinities[prompt] = f"prompt/{prompt}"
+        requests.append(make(Request, (rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key,
+                                       prompt_tokens, cacheable, affinity)))
     return requests
 
 

@@ -169,20 +169,40 @@ function serve(port) {
   };
 }
 
+let warming = 0;  // counts view requests: a chain of answers ahead of time runs until the next one comes
+
 // A view request, answered once the boot has ended (a failed boot has told the frame already).
+// Then, in idle time, the answers a slider moved one step further would get (lab.view.prefetch_json).
 async function answer(port, msg, fileSources) {
   if (msg.type !== "view") return;
+  const chain = ++warming;
   try {
     await booting;
   } catch {
     return;
   }
   const t0 = performance.now();
+  const text = JSON.stringify(msg.request);
   try {
-    const result = JSON.parse(view.handle_json(JSON.stringify(msg.request), fileSources));
+    const result = JSON.parse(view.handle_json(text, fileSources));
     port.postMessage({ type: "view", id: msg.id, view: result, ms: performance.now() - t0 });
   } catch (err) {
     port.postMessage({ ...failure(err, "view"), id: msg.id });
+    return;
+  }
+  warm(chain, fileSources, text);
+}
+
+// Answers ahead of time, one per task, so that a request arriving meanwhile waits for one at most: its
+// message is handled between two of them, and its arrival ends the chain (its own answer plans anew).
+// The first call plans from the request just answered (later ones pass no text: `undefined` reaches Python
+// as None, where `null` would not); a failure ends the chain, the page never sees it.
+function warm(chain, fileSources, text = undefined) {
+  if (chain !== warming) return;
+  try {
+    if (view.prefetch_json(text, fileSources)) setTimeout(() => warm(chain, fileSources), 0);
+  } catch (err) {
+    console.info("prefix-lab worker: an answer ahead of time failed:", String(err?.message ?? err).slice(-200));
   }
 }
 
