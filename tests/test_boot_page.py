@@ -68,6 +68,9 @@ def _cut_snapshot(page, server):
     page.route("**/" + snapshot, lambda r: r.fulfill(status=200, body=data[: len(data) // 3]))
 
 
+DAMAGED = "damaged-snapshot.bin"  # removed after the test
+
+
 def _same_size_other_bytes(page, server):
     """The snapshot's size with some of its bytes changed (in the heap's zeroed tail, so the restore itself may
     well succeed): only the sha256, computed beside the restore, tells; a copy in the site, served by the real
@@ -76,10 +79,8 @@ def _same_size_other_bytes(page, server):
     data = bytearray((server["site"] / snapshot).read_bytes())
     for offset in range(len(data) - 2**20, len(data), 4096):
         data[offset] ^= 0x5A
-    damaged = server["site"] / "damaged-snapshot.bin"
-    damaged.write_bytes(bytes(data))
-    page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + damaged.name))
-    return damaged.unlink
+    (server["site"] / DAMAGED).write_bytes(bytes(data))
+    page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
 
 
 FAILURES = {
@@ -94,13 +95,12 @@ FAILURES = {
 @pytest.mark.parametrize("failure", list(FAILURES))
 def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_same_numbers(page, server, failure):
     spoil, reason = FAILURES[failure]
-    cleanup = spoil(page, server)
+    spoil(page, server)
     try:
         page.goto(server["url"])
         boot = booted(page)
     finally:
-        if cleanup:
-            cleanup()
+        (server["site"] / DAMAGED).unlink(missing_ok=True)
     assert boot["route"] == "normal" and boot["fallback"], boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)
