@@ -39,6 +39,7 @@ def same_numbers_as_the_cli(page):
 def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
     built = json.loads((server["site"] / "build.json").read_text())
     assert built["snapshot"]["kind"] == "snapshot", built["snapshot"]
+    assert built["snapshot"]["zeroed"] > 1_000_000, "the heap's free chunks were not zeroed (scripts/snapshot.mjs)"
     assert built["stdlib"]["kind"] == "pyc" and 100 < built["stdlib"]["modules"] < 300
     worker = (server["site"] / built["assets"]["worker.js"]).read_text()
     assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
