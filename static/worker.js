@@ -158,16 +158,27 @@ self.addEventListener("unhandledrejection", (event) => {
   else if (!view && failBoot) failBoot(event.reason);
 });
 
-// A wasm file that is cut short or served with the wrong type does not even reject: Pyodide logs
-// "wasm instantiation failed!" and waits forever. While booting, that warning is the boot's failure.
+// A wasm file that is cut short, served with the wrong type or not fetched at all does not even reject:
+// Pyodide logs "wasm instantiation failed!", then the cause, and waits forever. While booting, that
+// cause is the boot's failure. (The snapshot's download runs beside the wasm's, so a failed wasm fetch
+// may well be seen here first, not as an unhandled rejection.)
 const warn = console.warn;
+let wasmFailed = false;
 console.warn = (...args) => {
   warn(...args);
-  if (!view && String(args[0]).includes("wasm instantiation failed")) {
-    const err = new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
-    if (restoring) restoring(err);
-    else if (failBoot) failBoot(err);
+  if (view) return;
+  if (String(args[0]).includes("wasm instantiation failed")) {
+    wasmFailed = true;
+    return;
   }
+  if (!wasmFailed) return;
+  wasmFailed = false;
+  const cause = String(args[0]?.message ?? args[0]);
+  const err = new Error(cause.includes("Failed to fetch")
+    ? `its WebAssembly file (pyodide/pyodide.asm.wasm) could not be fetched (${cause})`
+    : "its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
+  if (restoring) restoring(err);
+  else if (failBoot) failBoot(err);
 };
 
 // One frame's side of the conversation: `port` is the worker itself (dedicated) or the frame's
