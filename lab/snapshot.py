@@ -9,6 +9,10 @@ standard-library modules the snapshot has not imported. The interpreter is
 stamped with the wheel's file name; the worker compares it with the wheel the
 page names and boots normally on any mismatch or failure (static/worker.js).
 
+Before saving, the script zeroes the heap's free chunks (what the imports
+freed but left in place), which takes the gzipped snapshot from 6.3 MB to
+5.7 MB; build.json records how many bytes (`zeroed`).
+
 Pyodide's snapshot API is experimental (pinned Pyodide 314.0.7): its heap is
 fixed at 30 MiB, and a snapshot bigger than that does not restore, so a
 bigger one is not shipped. Build time only (CPython); cached by the digest

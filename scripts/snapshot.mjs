@@ -7,12 +7,51 @@
 // library it sees is swapped for REST_ZIP: the modules of the folder's python_stdlib.zip that are not
 // imported yet (the few a rare path imports later). The worker serves REST_ZIP when it restores,
 // byte for byte the zip the snapshot was made with, and the full zip only to a normal boot.
-// Prints one JSON line: the snapshot's size and how many modules the rest holds.
+// Prints one JSON line: the snapshot's size, how many modules the rest holds and how many free bytes were zeroed.
 //   node snapshot.mjs PYODIDE_DIR WHEEL STAMP OUT REST_ZIP
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
 const [pyodideDir, wheelPath, stamp, outPath, restPath] = process.argv.slice(2);
+
+// The heap's free chunks still hold what the imports left there (file contents read, code unmarshalled,
+// objects since freed): bytes nothing reads again but gzip has to carry, about 1.7 MB of them. Pyodide's
+// CPython is built without pymalloc, so every Python object is a chunk of Emscripten's dlmalloc, laid
+// end to end from __heap_base to the break. Walk them and zero each free chunk past its free-list links
+// (fd, bk and the tree links of a large chunk: 24 bytes after the 8-byte header); the chunk's size,
+// which the next chunk's header repeats, stays. The walk must agree with dlmalloc's own count of free
+// chunks (mallinfo's ordblks) before a byte is written; if it does not, nothing is zeroed.
+// Returns the number of bytes zeroed.
+function zeroFreeMemory(M) {
+  const heap = M.HEAPU8, words = M.HEAPU32;
+  const info = M._malloc(64);  // struct mallinfo: 10 words; this chunk is counted as in use
+  M._mallinfo(info);
+  const [freeChunks, topSize] = [words[(info >>> 2) + 1], words[(info >>> 2) + 9]];  // ordblks, keepcost
+  const end = words[M._emscripten_get_sbrk_ptr() >>> 2];
+  const found = [];
+  let p = M.___heap_base;
+  while (p + 8 <= end) {
+    const head = words[(p + 4) >>> 2], size = head & ~7;
+    if (size < 16 || p + size > end) break;  // the fencepost after the top chunk, or not a chunk at all
+    if (!(head & 2)) found.push([p, size]);  // CINUSE clear: free
+    p += size;
+    if (!(head & 2) && size === topSize && end - p < 64) break;  // the top chunk; past it, dlmalloc's own record
+  }
+  let zeroed = 0;
+  if (found.length === freeChunks && end - p < 64) {
+    for (const [chunk, size] of found) {
+      if (size > 32) {
+        heap.fill(0, chunk + 32, chunk + size);
+        zeroed += size - 32;
+      }
+    }
+  } else {
+    process.stderr.write(`snapshot: the heap walk found ${found.length} free chunks, dlmalloc counts ${freeChunks}: nothing zeroed\n`);
+  }
+  M._free(info);
+  return zeroed;
+}
+
 const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).href);
 const pyodide = await loadPyodide({ indexURL: `${pyodideDir}/`, _makeSnapshot: true });
 pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
@@ -46,6 +85,7 @@ json.dumps({"rest_modules": count})
   process.exit(1);
 }
 writeFileSync(restPath, pyodide.FS.readFile(pyodide.runPython("next(p for p in __import__('sys').path if p.endswith('.zip'))")));
+const zeroed = zeroFreeMemory(pyodide._module);
 const snapshot = pyodide.makeMemorySnapshot();
 writeFileSync(outPath, snapshot);
-process.stdout.write(JSON.stringify({ ...JSON.parse(summary), bytes: snapshot.length }) + "\n");
+process.stdout.write(JSON.stringify({ ...JSON.parse(summary), bytes: snapshot.length, zeroed }) + "\n");

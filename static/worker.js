@@ -31,9 +31,11 @@ let view = null;
 let booting = null;  // the boot, once asked for: resolves to what "ready" says, rejects with why it failed
 let failBoot = null;  // ends the boot as failed (for failures Pyodide reports only on the side)
 let restoring = null;  // while a restore is tried: rejects it (Pyodide reports some failures only as warnings)
-// route: "snapshot" or "normal"; fallback: why the snapshot was not used; restoreMs: fetch + check + restore,
-// of which fetchMs (download and gunzip) and checkMs (size and sha256).
-self.prefixLabBoot = { route: null, fallback: null, restoreMs: null, fetchMs: null, checkMs: null };
+// route: "snapshot" or "normal"; fallback: why the snapshot was not used; restoreMs: from the start to a
+// restored, checked interpreter; fetchMs: the snapshot's download and gunzip (Pyodide's own fetches run
+// beside it); checkMs: its sha256, computed beside the restore; checkWaitMs: how long the restored
+// interpreter then waited for that check.
+self.prefixLabBoot = { route: null, fallback: null, restoreMs: null, fetchMs: null, checkMs: null, checkWaitMs: null };
 
 // This runtime, as each frame it serves is told in "ready": an id (so a page can count the runtimes
 // its frames use), whether it is shared, and how many frames it has served so far.
@@ -60,26 +62,52 @@ function failure(err, phase) {
   return { type: "error", phase, message, detail };
 }
 
-async function restore(indexURL, wheelUrl) {
-  const t0 = performance.now();
-  const response = await fetch(new URL(SNAPSHOT, import.meta.url));
-  if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
+// The snapshot's bytes, once fetched and found the right size; rejects with why they cannot be used.
+async function fetchSnapshot(response, t0) {
   const bytes = new Uint8Array(await response.arrayBuffer());
   self.prefixLabBoot.fetchMs = performance.now() - t0;
-  // Only the exact bytes the build made are restored: Pyodide fails on others in ways a normal boot in the
-  // same worker may not survive (a heap bigger than its 30 MiB). The name holds the start of their sha256
-  // (crypto.subtle exists only in secure contexts: on a room's plain-http address the size is checked alone).
+  // A heap bigger than Pyodide's 30 MiB fails in ways a normal boot in the same worker may not survive:
+  // the size is checked before Pyodide sees a byte.
   if (bytes.length !== SNAPSHOT_BYTES) throw new Error(`the snapshot is damaged (${bytes.length} bytes, not ${SNAPSHOT_BYTES})`);
+  return bytes;
+}
+
+// Resolves if the bytes are the ones the build made: the snapshot's name holds the start of their sha256
+// (crypto.subtle exists only in secure contexts: on a room's plain-http address the size is checked alone).
+async function checkSnapshot(bytes) {
+  const t0 = performance.now();
   if (self.crypto?.subtle) {
     const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
     if (!SNAPSHOT.includes(`.${digest.slice(0, 16)}.`)) throw new Error("the snapshot is damaged (its sha256 is not its name's)");
   }
-  self.prefixLabBoot.checkMs = performance.now() - t0 - self.prefixLabBoot.fetchMs;
+  self.prefixLabBoot.checkMs = performance.now() - t0;
+}
+
+// Pyodide is handed the snapshot as a promise, so its own fetches (its script, the wasm, the standard
+// library) start once the snapshot's headers are in and run beside the download of its body; Pyodide
+// instantiates the wasm when the bytes are there. The sha256 is computed beside the restore and awaited
+// before the interpreter is used: a restore of damaged bytes that fails or hangs meanwhile is put down
+// to the bytes, not to the wasm.
+async function restore(indexURL, wheelUrl) {
+  const t0 = performance.now();
+  // Its headers first: when the snapshot is missing, Pyodide has fetched nothing yet that a normal boot
+  // would fetch again.
+  const response = await fetch(new URL(SNAPSHOT, import.meta.url));
+  if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
+  const bytes = fetchSnapshot(response, t0);
+  const checked = bytes.then(checkSnapshot);
+  checked.catch(() => {});  // awaited below
   const pyodide = await new Promise((resolve, reject) => {
-    restoring = (reason) => reject({ wasm: reason });  // the wasm's fault, not the snapshot's: see boot()
-    setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS);
-    loadPyodide({ indexURL, stdLibURL: indexURL + REST_ZIP, _loadSnapshot: bytes }).then(resolve, reject);
+    restoring = (reason) => checked.then(() => reject({ wasm: reason }), reject);  // the wasm's fault: see boot()
+    checked.catch(reject);
+    bytes.then(() => setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS),
+      () => {});  // timed from the bytes' arrival: a slow download is not a hung restore
+    loadPyodide({ indexURL, stdLibURL: indexURL + REST_ZIP, _loadSnapshot: bytes })
+      .then(resolve, (err) => checked.then(() => reject(err), reject));  // damaged bytes explain any failure
   }).finally(() => { restoring = null; });
+  const restored = performance.now();
+  await checked;
+  self.prefixLabBoot.checkWaitMs = performance.now() - restored;
   delete pyodide._api.config._loadSnapshot;  // Pyodide would keep the 30 MB alive
   const made = pyodide.globals.get("PREFIX_LAB_STAMP");
   const want = new URL(wheelUrl).pathname.split("/").pop();
@@ -130,16 +158,27 @@ self.addEventListener("unhandledrejection", (event) => {
   else if (!view && failBoot) failBoot(event.reason);
 });
 
-// A wasm file that is cut short or served with the wrong type does not even reject: Pyodide logs
-// "wasm instantiation failed!" and waits forever. While booting, that warning is the boot's failure.
+// A wasm file that is cut short, served with the wrong type or not fetched at all does not even reject:
+// Pyodide logs "wasm instantiation failed!", then the cause, and waits forever. While booting, that
+// cause is the boot's failure. (The snapshot's download runs beside the wasm's, so a failed wasm fetch
+// may well be seen here first, not as an unhandled rejection.)
 const warn = console.warn;
+let wasmFailed = false;
 console.warn = (...args) => {
   warn(...args);
-  if (!view && String(args[0]).includes("wasm instantiation failed")) {
-    const err = new Error("its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
-    if (restoring) restoring(err);
-    else if (failBoot) failBoot(err);
+  if (view) return;
+  if (String(args[0]).includes("wasm instantiation failed")) {
+    wasmFailed = true;
+    return;
   }
+  if (!wasmFailed) return;
+  wasmFailed = false;
+  const cause = String(args[0]?.message ?? args[0]);
+  const err = new Error(cause.includes("Failed to fetch")
+    ? `its WebAssembly file (pyodide/pyodide.asm.wasm) could not be fetched (${cause})`
+    : "its WebAssembly file (pyodide/pyodide.asm.wasm) is damaged or served with the wrong type");
+  if (restoring) restoring(err);
+  else if (failBoot) failBoot(err);
 };
 
 // One frame's side of the conversation: `port` is the worker itself (dedicated) or the frame's

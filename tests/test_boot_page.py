@@ -3,10 +3,11 @@
 Both ways must reach `ready` with the same numbers as `prefix-lab run`, request nothing from another
 origin (the guarded context aborts and reports any such request, page error or 404), and the normal
 boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made, a
-bigger heap included: the worker checks size and sha256 before restoring) or made for another wheel
-than the page loads. A snapshot over Pyodide's fixed heap is refused by the build (test_snapshot.py);
-Playwright cannot serve a 30 MB body from a route, so that one is not served here. The worker says
-which way it went in `self.prefixLabBoot`.
+bigger heap included: the worker checks the size before restoring and the sha256 beside the restore,
+before the interpreter is used) or made for another wheel than the page loads. A snapshot over
+Pyodide's fixed heap is refused by the build (test_snapshot.py); Playwright cannot serve a 30 MB body
+from a route, so that one is not served here. The worker says which way it went in
+`self.prefixLabBoot`.
 """
 
 import json
@@ -38,6 +39,7 @@ def same_numbers_as_the_cli(page):
 def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
     built = json.loads((server["site"] / "build.json").read_text())
     assert built["snapshot"]["kind"] == "snapshot", built["snapshot"]
+    assert built["snapshot"]["zeroed"] > 1_000_000, "the heap's free chunks were not zeroed (scripts/snapshot.mjs)"
     assert built["stdlib"]["kind"] == "pyc" and 100 < built["stdlib"]["modules"] < 300
     worker = (server["site"] / built["assets"]["worker.js"]).read_text()
     assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
@@ -67,10 +69,26 @@ def _cut_snapshot(page, server):
     page.route("**/" + snapshot, lambda r: r.fulfill(status=200, body=data[: len(data) // 3]))
 
 
+DAMAGED = "damaged-snapshot.bin"  # removed after the test
+
+
+def _same_size_other_bytes(page, server):
+    """The snapshot's size with some of its bytes changed (in the heap's zeroed tail, so the restore itself may
+    well succeed): only the sha256, computed beside the restore, tells; a copy in the site, served by the real
+    server (a route cannot give a 30 MB body)."""
+    snapshot = asset(server["site"], "snapshot")
+    data = bytearray((server["site"] / snapshot).read_bytes())
+    for offset in range(len(data) - 2**20, len(data), 4096):
+        data[offset] ^= 0x5A
+    (server["site"] / DAMAGED).write_bytes(bytes(data))
+    page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
+
+
 FAILURES = {
     "missing": (lambda page, server: page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort()),
                 "fetch"),
     "damaged": (_cut_snapshot, "damaged"),
+    "the right size, other bytes": (_same_size_other_bytes, "sha256"),
     "made for another wheel": (_stale_page, "made for prefix_lab-"),
 }
 
@@ -79,8 +97,11 @@ FAILURES = {
 def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_same_numbers(page, server, failure):
     spoil, reason = FAILURES[failure]
     spoil(page, server)
-    page.goto(server["url"])
-    boot = booted(page)
+    try:
+        page.goto(server["url"])
+        boot = booted(page)
+    finally:
+        (server["site"] / DAMAGED).unlink(missing_ok=True)
     assert boot["route"] == "normal" and boot["fallback"], boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)
