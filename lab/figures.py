@@ -53,7 +53,8 @@ from model import crossover as crossing
 from .fleetview import PALETTE, memory_data, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
-           "PALETTE", "embed_figures", "replica_colour", "fleet_key", "histogram", "hit_columns", "ttft_columns"]
+           "PALETTE", "embed_figures", "forget", "replica_colour", "fleet_key", "histogram", "hit_columns",
+           "ttft_columns"]
 
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
 NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
@@ -659,6 +660,14 @@ TREE_STATES = {"pinned": "pinned by a queued or running request", "hit": "hit re
 TREE_WIDGETS = ("tree:replica", "tree:at")  # the tree's widgets: they set page keys, not scenario keys
 TREE_KEPT = 6  # recent snapshots kept: moving the replica or back to a moment re-runs nothing
 _TREES: "OrderedDict[tuple, tuple[TreeSnapshot, ...]]" = OrderedDict()
+
+
+def forget() -> None:
+    """Drop the trees, joins and histograms remembered so far (see `lab.view.warm`)."""
+    _TREES.clear()
+    _JOINS.clear()
+    fleet_key.cache_clear()
+    _histogram.cache_clear()
 
 
 def tree_page(page: Mapping[str, str], controls: Mapping[str, Any]) -> dict[str, str]:

@@ -74,7 +74,7 @@ from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_sourc
 from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "prefetch_json",
-           "read_shown", "read_state", "render", "run", "settle", "update"]
+           "read_shown", "read_state", "render", "run", "settle", "update", "warm"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -293,6 +293,19 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
             out.append(json.dumps({**request, "controls": {name: value}, "hash": reply["hash"],
                                    "progress": reply["progress"], "memo": reply["memo"]}))
     return out
+
+
+def warm(request: str) -> None:
+    """Answer `request` (JSON text) now, then forget all but that answer.
+
+    The build's memory snapshot (scripts/snapshot.mjs) answers the page's first request for the default
+    setup this way: a restored worker has the answer at hand and has paid every first call's cost (imports
+    made on first use, tables built once), without carrying the run, its trees and drawings in the snapshot.
+    """
+    handle_json(request)
+    _RUNS.clear()
+    _DRAWN.clear()
+    figures.forget()
 
 
 def handle(request: Mapping[str, Any], files: Any = None) -> dict:

@@ -20,10 +20,15 @@
 
 // The build renames the Pyodide folder by its content hash and writes that name here (both
 // lines), and the snapshot's name and size in place of null.
-import { loadPyodide } from "./pyodide/pyodide.mjs";
 const PYODIDE = "./pyodide/";
 const SNAPSHOT = null;
 const SNAPSHOT_BYTES = null;
+// The snapshot's download starts with the worker, beside the download of Pyodide's own script, which is
+// imported here rather than statically so that nothing waits for it before asking for the snapshot.
+const snapshotResponse = SNAPSHOT ? fetch(new URL(SNAPSHOT, import.meta.url)) : null;
+snapshotResponse?.catch(() => {});  // awaited in restore(); a failure there means a normal boot
+const pyodideScript = import("./pyodide/pyodide.mjs");
+pyodideScript.catch(() => {});  // awaited in boot(); a failure there is the boot's
 const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot was made with
 const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
@@ -92,7 +97,8 @@ async function restore(indexURL, wheelUrl) {
   const t0 = performance.now();
   // Its headers first: when the snapshot is missing, Pyodide has fetched nothing yet that a normal boot
   // would fetch again.
-  const response = await fetch(new URL(SNAPSHOT, import.meta.url));
+  const response = await snapshotResponse;
+  const { loadPyodide } = await pyodideScript;
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
   const bytes = fetchSnapshot(response, t0);
   const checked = bytes.then(checkSnapshot);
@@ -133,6 +139,7 @@ async function boot(wheelUrl) {
     }
   }
   if (!pyodide) {
+    const { loadPyodide } = await pyodideScript;
     pyodide = await loadPyodide({ indexURL });
     self.prefixLabBoot.route = "normal";
   }
