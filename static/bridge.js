@@ -60,7 +60,7 @@ function unescapeHtml(text) {
 }
 
 // Where a root's element sits on the page: Bokeh's root elements are `display: contents` (no box of
-// their own, so never seen intersecting), so the nearest ancestor that has a box.
+// their own, so not seen intersecting), so the nearest ancestor that has a box.
 function place(el) {
   let box = el;
   while (box.parentElement && getComputedStyle(box).display === "contents") box = box.parentElement;
@@ -80,7 +80,7 @@ const near = (d) => d.places.some((el) => nearby.has(el));
 const nearby = new Set();  // the places within a screen of the viewport
 const docOf = new Map();  // Bokeh document -> its entry in pageDocs
 const deferred = new Map();  // model name -> {model, d, changes}: held while a slider moves (see apply)
-let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may never say)
+let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may not say at all)
 
 // The charts are drawn once every document on screen is (timings.chartsDrawn).
 function drawnOnScreen() {
@@ -225,7 +225,7 @@ function columns(data) {
 // plain dicts item by item (a chart's factors, a select's options, a source's columns); a Bokeh model, only
 // itself. Rewriting a prop with an equal value still makes Bokeh lay out and repaint what shows it.
 function same(a, b) {
-  if (a === b || (a == null && b == null)) return true;  // a prop never set reads as undefined, a patch says null
+  if (a === b || (a == null && b == null)) return true;  // a prop not set yet reads as undefined, a patch says null
   if (typeof a === "number" && typeof b === "number") {
     return Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(a), Math.abs(b)) || (Number.isNaN(a) && Number.isNaN(b));
   }
