@@ -92,10 +92,12 @@ def bare_pyodide(browser, url: str, site: Path) -> float:
 
 
 def _ready_page(browser, url: str, fragment: str = ""):
+    """A page that is ready and has drawn every part it shows (it draws those far below the fold while idle,
+    after `ready`): the changes are measured on a settled page, not against its first idle moments."""
     context = browser.new_context()
     page = context.new_page()
     page.goto(url + ("#" + fragment if fragment else ""))
-    page.wait_for_function(READY, timeout=120_000)
+    page.wait_for_function(f"({READY}) && window.prefixLab.undrawn === 0", timeout=120_000)
     return context, page
 
 
