@@ -22,3 +22,7 @@ if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" 
         echo "setup: no browser for the browser tests; install chromium (or run 'playwright install chromium')" >&2
     fi
 fi
+
+# Build the site once: the memory snapshot and the precompiled standard library take the longest, and
+# are cached by their inputs (lab/snapshot.py, lab/stdlib.py), so `serve` and the tests' own build reuse them.
+.venv/bin/python -m lab build --out site
