@@ -663,7 +663,7 @@ _TREES: "OrderedDict[tuple, tuple[TreeSnapshot, ...]]" = OrderedDict()
 
 
 def forget() -> None:
-    """Drop the trees, joins and histograms remembered so far (see `lab.view.warm`)."""
+    """Drop the trees, joins and histograms remembered so far (see `lab.view.keep_first_answer`)."""
     _TREES.clear()
     _JOINS.clear()
     fleet_key.cache_clear()

@@ -73,8 +73,8 @@ from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import capped, read_hash, write_hash
 
-__all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "patches", "prefetch_json",
-           "read_shown", "read_state", "render", "run", "settle", "update", "warm"]
+__all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "keep_first_answer",
+           "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -295,7 +295,7 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
     return out
 
 
-def warm(request: str) -> None:
+def keep_first_answer(request: str) -> None:
     """Answer `request` (JSON text) now, then forget all but that answer.
 
     The build's memory snapshot (scripts/snapshot.mjs) answers the page's first request for the default

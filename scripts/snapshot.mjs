@@ -58,14 +58,14 @@ pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
 let summary;
 try {
   pyodide.globals.set("stamp", stamp);
-  // The page's first request is answered here and only the answer kept (lab.view.warm): the run behind it,
-  // its trees and drawings would make the snapshot bigger. The files unpacked here are gone after a
+  // The page's first request is answered here and only the answer kept (lab.view.keep_first_answer): the
+  // run behind it, its trees and drawings would make the snapshot bigger. The files unpacked here are gone after a
   // restore; the worker unpacks the wheel again for anything the view imports later.
   summary = pyodide.runPython(String.raw`
 import gc, io, json, sys, zipfile
 import lab.view
 
-lab.view.warm(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
+lab.view.keep_first_answer(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
 
 PREFIX_LAB_STAMP = stamp
 archive = next(p for p in sys.path if p.endswith(".zip"))

@@ -54,11 +54,6 @@ let drawing = false;
 const toDraw = [];  // documents waiting to be drawn, those on screen first
 const onScreen = new Set();  // the places (see `place`) in the viewport now
 
-function unescapeHtml(text) {
-  const entities = { amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`" };
-  return text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, name) => entities[name]);
-}
-
 // Where a root's element sits on the page: Bokeh's root elements are `display: contents` (no box of
 // their own, so not seen intersecting), so the nearest ancestor that has a box.
 function place(el) {
@@ -76,6 +71,7 @@ function roomFor(model) {
 }
 
 const shown = (d) => d.places.some((el) => onScreen.has(el));
+const displayed = (d) => d.places.some((el) => el.getClientRects().length > 0);  // not hidden, wherever it is
 const near = (d) => d.places.some((el) => nearby.has(el));
 const nearby = new Set();  // the places within a screen of the viewport
 const docOf = new Map();  // Bokeh document -> its entry in pageDocs
@@ -91,8 +87,9 @@ function drawnOnScreen() {
 
 window.prefixLabEmbed = (docsJson, items) => {
   const t0 = performance.now();
-  const json = typeof docsJson === "string" ? JSON.parse(unescapeHtml(docsJson)) : docsJson;
   const { Document } = Bokeh.require("document");
+  const { unescape } = Bokeh.require("core/util/string");  // the data block is HTML-escaped, as embed_items reads it
+  const json = typeof docsJson === "string" ? JSON.parse(unescape(docsJson)) : docsJson;
   pageDocs = items.map((item) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
     return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
@@ -169,7 +166,7 @@ async function drawNext() {
 
 // Once the first answer is on screen: the documents not drawn yet whose place is shown, one at a time.
 function drawRest() {
-  const next = pageDocs?.find((d) => !d.queued && d.places.some((el) => el.getClientRects().length > 0));
+  const next = pageDocs?.find((d) => !d.queued && displayed(d));
   if (next) want(next, false);
 }
 
@@ -555,8 +552,7 @@ async function onMessage(event) {
     if (inFlight) {  // the URL's own state, asked for with the boot: it is being computed from now
       inFlight.sent = performance.now();
       computing();
-    }
-    else if (queue.length) pump();
+    } else if (queue.length) pump();
     else setState("ready", stopped);  // a new worker after a stop: nothing to redo
   } else if (msg.type === "progress") {  // a long replay is alive: no limit stops it, no newer change replaces it
     if (inFlight) inFlight.progressed = true;
@@ -772,11 +768,12 @@ if (window.parent !== window) {
 // `undrawn`: the documents whose place is shown but not drawn yet (0 once the page is all drawn).
 window.prefixLab = {
   changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; },
-  get undrawn() { return (pageDocs ?? []).filter((d) => !d.drawn && d.places.some((el) => el.getClientRects().length)).length; },
+  get undrawn() { return (pageDocs ?? []).filter((d) => !d.drawn && displayed(d)).length; },
 };
 
 // The headline numbers are in the HTML: they are on screen at the first contentful paint.
-// The charts are drawn when Bokeh's document goes idle.
+// The charts are drawn when every document on screen is (drawnOnScreen); under Bokeh's own embed, when its
+// document goes idle.
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) if (entry.name === "first-contentful-paint") timings.firstNumbers = entry.startTime;
 }).observe({ type: "paint", buffered: true });

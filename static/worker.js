@@ -98,8 +98,8 @@ async function restore(indexURL, wheelUrl) {
   // Its headers first: when the snapshot is missing, Pyodide has fetched nothing yet that a normal boot
   // would fetch again.
   const response = await snapshotResponse;
-  const { loadPyodide } = await pyodideScript;
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
+  const { loadPyodide } = await pyodideScript;
   const bytes = fetchSnapshot(response, t0);
   const checked = bytes.then(checkSnapshot);
   checked.catch(() => {});  // awaited below

@@ -251,12 +251,12 @@ def test_a_random_walk_of_changes_answers_as_a_fresh_view_does():
         hash_ = json.loads(text)["hash"]
 
 
-def test_warming_keeps_the_first_answer_alone_and_the_same_as_working_it_out():
-    """`view.warm` (the build's snapshot): the page's first request answered, everything behind it forgotten."""
+def test_the_snapshots_first_answer_is_kept_alone_and_the_same_as_working_it_out():
+    """`view.keep_first_answer` (the build's snapshot): the page's first request answered, everything behind it forgotten."""
     first = json.dumps({"hash": "", "progress": {}, "memo": {}})
     view._ANSWERS.clear()
-    view.warm(first)
+    view.keep_first_answer(first)
     assert len(view._ANSWERS) == 1 and not view._RUNS and not view._DRAWN  # the snapshot carries no run
-    warmed = view.handle_json(first)  # from the memo
+    kept = view.handle_json(first)  # from the memo
     assert len(view._ANSWERS) == 1 and not view._RUNS
-    assert warmed == fresh({"hash": "", "progress": {}, "memo": {}})
+    assert kept == fresh({"hash": "", "progress": {}, "memo": {}})
