@@ -23,6 +23,7 @@ if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" 
     fi
 fi
 
-# Build the site once: the memory snapshot and the precompiled standard library take the longest, and
-# are cached by their inputs (lab/snapshot.py, lab/stdlib.py), so `serve` and the tests' own build reuse them.
+# Build the site once, for `serve` and for the tests (which copy it while it is current with the sources);
+# the memory snapshot and the precompiled standard library are cached by their inputs (lab/snapshot.py,
+# lab/stdlib.py) for any later build.
 .venv/bin/python -m lab build --out site

@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -43,8 +44,17 @@ COUNT_VIEWS = ("window.__labViews = 0;"
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    """`prefix-lab serve` on a free port, building the site into an empty folder first."""
+    """`prefix-lab serve` on a free port, on a site of the tests' own (some tests write files into it).
+
+    When the project's `site/` (built by scripts/setup.sh) is current with the sources, it is copied: the
+    same build, without half a minute of building it again. Otherwise `serve` builds into the empty folder.
+    """
+    from lab.build import site_is_current
+
     site = tmp_path_factory.mktemp("site") / "site"
+    built = Path(__file__).resolve().parent.parent / "site"
+    if site_is_current(built):
+        shutil.copytree(built, site, symlinks=False)
     proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", str(site), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url, lines = None, []
