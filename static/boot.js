@@ -10,7 +10,7 @@
 // whenever the shared one fails it.
 (function () {
   var root = document.documentElement;
-  var wheel = document.querySelector('meta[name="prefix-lab-wheel"]').content;
+  var wheel = new URL(document.querySelector('meta[name="prefix-lab-wheel"]').content, location.href).href;
   var start = document.querySelector('meta[name="prefix-lab-start"]');
   var lazy = window.parent !== window && start !== null && start.content === "when-shown";
   var boot = window.prefixLabBoot = {
@@ -19,11 +19,15 @@
   };
 
   // A worker running worker.js at `url`: a dedicated Worker, or (`shared`) the port of a SharedWorker
-  // dressed as one (postMessage, terminate, onmessage, onerror; `shared` says which it is).
+  // dressed as one (postMessage, terminate, onmessage, onerror; `shared` says which it is). Its name
+  // carries the wheel, so that it starts booting the moment its script has run: a message posted to a
+  // worker whose script is still loading is handed over by this page's thread, which is busy drawing
+  // the page by then (the boot message waited up to 600 ms for it).
   function connect(url, shared) {
+    var name = "prefix-lab " + wheel;
     if (shared && typeof SharedWorker === "function") {
       try {
-        var sw = new SharedWorker(url, { type: "module", name: "prefix-lab " + wheel });
+        var sw = new SharedWorker(url, { type: "module", name: name });
         return {
           shared: true,
           postMessage: function (msg) { sw.port.postMessage(msg); },
@@ -35,7 +39,7 @@
         console.info("prefix-lab: no shared worker here (" + err.message + "); this frame boots its own");
       }
     }
-    return new Worker(url, { type: "module" });
+    return new Worker(url, { type: "module", name: name });
   }
 
   function begin() {
@@ -45,7 +49,7 @@
     worker.onerror = function (event) {
       boot.early.push({ data: { type: "error", phase: "boot", message: event.message || "its worker could not be loaded" } });
     };
-    worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+    worker.postMessage({ type: "boot", wheel: wheel });
     boot.startedAt = performance.now();
     if (root.dataset.lab === "waiting") {
       var text = document.querySelector("#status .text");

@@ -260,5 +260,14 @@ function warm(chain, fileSources, text = undefined) {
   }
 }
 
+// A worker named for its wheel (static/boot.js) boots at once, not when the page's "boot" message comes:
+// that message reaches a worker whose script was still loading only when the page's thread is free. The
+// message is still what each frame is answered "ready" on (serve).
+const NAMED = "prefix-lab ";
+if (self.name?.startsWith(NAMED)) {
+  booting = startBoot(self.name.slice(NAMED.length));
+  booting.catch(() => {});  // each frame is told of a failure on its own port
+}
+
 if (SHARED) self.onconnect = (event) => serve(event.ports[0]);
 else serve(self);

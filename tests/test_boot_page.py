@@ -136,6 +136,18 @@ def test_every_figure_and_mission_computes_on_the_shipped_standard_library(page,
     assert "nonsense" in page.locator("#notices").inner_text()
 
 
+def test_a_worker_named_for_its_wheel_boots_without_waiting_for_the_pages_message(page, server):
+    """While the worker's script loads, a message posted to it waits for the page's thread, busy drawing the
+    page then: static/boot.js names the worker for its wheel, and the worker starts booting from its name."""
+    page.goto(server["url"])
+    page.wait_for_function(READY, timeout=90_000)
+    wheel = asset(server["site"], "wheel")
+    with page.expect_request(lambda request: request.url.endswith(wheel), timeout=30_000):
+        page.evaluate("""([script, wheel]) => {
+            window.quiet = new Worker(script, { type: "module", name: "prefix-lab " + new URL(wheel, location.href) });
+        }""", [asset(server["site"], "worker.js"), wheel])  # never sent a message
+
+
 def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_build_drew(page, server):
     """The page's documents (lab/pagedocs.py): at `ready` only those within a screen of the viewport are drawn,
     the first answer (the build's own setup) writes no model, and the rest are drawn once reached."""
