@@ -1,0 +1,65 @@
+"""What the page does to keep a control change cheap (static/bridge.js), checked as behaviour, not as time.
+
+BokehJS 3.9 reads each visual property from CSS (`--bk-line-color` and so on) before its model value, and
+each read after one of its own writes recomputes styles. This site defines no `--bk-*` property, so the
+bridge answers those reads with what they would give, the empty string; the plot's font size, which CSS
+does set, is read once per script run. How much that saves is printed by bench/bench_page.py.
+"""
+
+import re
+
+import pytest
+from conftest import READY
+
+pytestmark = pytest.mark.browser
+
+DEFINED = re.compile(r"--bk-[\w-]+\s*:|setProperty\(\s*[\"'`]--bk-")
+SHIPPED = (".css", ".js", ".mjs", ".html")
+
+
+def test_no_file_the_site_ships_defines_a_bokeh_visual_css_property(server):
+    """If one did, the bridge's empty answer would hide it: this is what makes that answer exact."""
+    files = [p for p in server["site"].rglob("*") if p.suffix in SHIPPED and p.is_file()]
+    assert {"bokeh.min.js", "panel.min.js"} <= {p.name for p in files} and any(p.suffix == ".css" for p in files)
+    defining = [p.name for p in files if DEFINED.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert defining == [], f"{defining} define a --bk-* property: drop quickerStyleReads' empty answer in bridge.js"
+
+
+def test_a_change_redraws_the_charts_without_reading_bokehs_css_properties(fresh_lab):
+    page = fresh_lab
+    page.evaluate("""() => {
+        window.__bkReads = 0;
+        const read = CSSStyleDeclaration.prototype.getPropertyValue;
+        window.__restoreReads = () => { CSSStyleDeclaration.prototype.getPropertyValue = read; };
+        CSSStyleDeclaration.prototype.getPropertyValue = function (name) {
+            if (String(name).startsWith("--bk-")) window.__bkReads += 1;
+            return read.call(this, name);
+        };
+    }""")
+    try:
+        views = page.evaluate("window.prefixLab.timings.changes.length")
+        page.get_by_role("slider", name=re.compile("Replicas", re.I)).first.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+        page.evaluate("new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+        assert page.evaluate("window.prefixLab.timings.changes.at(-1).written") > 0  # the charts took new data
+        assert page.evaluate("window.__bkReads") == 0
+    finally:
+        page.evaluate("window.__restoreReads()")
+
+
+def test_a_plots_font_size_is_read_once_per_script_run_and_afresh_after(fresh_lab):
+    sizes = fresh_lab.evaluate("""async () => {
+        const { PlotView } = Bokeh.require("models/plots/plot_canvas");
+        const all = function* (view) { yield view; for (const child of view.child_views ?? []) yield* all(child); };
+        const view = [...Bokeh.index].flatMap(top => [...all(top)]).find(v => v instanceof PlotView);
+        const before = view.base_font_size;
+        view.el.style.fontSize = `${before + 7}px`;
+        const sameRun = view.base_font_size;
+        await Promise.resolve();
+        const nextRun = view.base_font_size;
+        view.el.style.fontSize = "";
+        return [before, sameRun, nextRun];
+    }""")
+    before, same_run, next_run = sizes
+    assert before > 0 and same_run == before and next_run == before + 7, sizes
