@@ -565,7 +565,7 @@ function enqueue(request) {
 function settleState() {
   if (queue.length) {
     pump();
-  } else {
+  } else if (!inFlight) {  // else the next change is being worked out already
     if (timings.ready === null) timings.ready = performance.now();
     settle();
     setState("ready", "Ready: every change re-runs the same traffic in your browser.");
@@ -604,9 +604,13 @@ async function onMessage(event) {
     stopped = "";
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
-    const live = Boolean(done?.request.live) || queue.length > 0;  // a slider still moving
+    // A change that came meanwhile (a slider still moving) goes to the worker now, against the state just
+    // answered: it is worked out while this answer is written and painted, not after.
+    if (workerReady) pump();
+    const moving = queue.length > 0 || inFlight !== null;
+    const live = Boolean(done?.request.live) || moving;
     if (!live) release();
-    const wrote = apply(msg.view.patches, queue.length === 0, live);
+    const wrote = apply(msg.view.patches, !moving, live);  // a control still moving is not written back
     document.querySelector(".controls.pending")?.classList.remove("pending");
     await nextPaint();  // let Bokeh paint
     nameInputs();

@@ -9,7 +9,7 @@ does set, is read once per script run. How much that saves is printed by bench/b
 import re
 
 import pytest
-from conftest import READY
+from conftest import READY, expected_metrics, metrics
 
 pytestmark = pytest.mark.browser
 
@@ -63,3 +63,17 @@ def test_a_plots_font_size_is_read_once_per_script_run_and_afresh_after(fresh_la
     }""")
     before, same_run, next_run = sizes
     assert before > 0 and same_run == before and next_run == before + 7, sizes
+
+
+def test_a_change_made_while_one_is_worked_out_goes_to_the_worker_before_that_answer_is_drawn(fresh_lab):
+    """The worker works out the next value while the page writes and paints the last answer, not after it."""
+    page = fresh_lab
+    views = page.evaluate("window.prefixLab.timings.changes.length")
+    slider = page.get_by_role("slider", name=re.compile("Replicas", re.I)).first
+    slider.focus()
+    page.keyboard.press("End")  # the most replicas: a long run, so the next key comes while it is worked out
+    page.keyboard.press("Home")
+    page.wait_for_function(f"window.prefixLab.timings.changes.length >= {views + 2} && {READY}", timeout=60_000)
+    first, second = page.evaluate(f"window.prefixLab.timings.changes.slice({views}, {views + 2})")
+    assert second["sent"] < first["applied"], (first, second)
+    assert metrics(page) == expected_metrics("fleet.replicas=1")  # Home: the slider's least
