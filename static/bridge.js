@@ -106,7 +106,7 @@ const displayed = (d) => d.places.some((el) => el.getClientRects().length > 0); 
 const near = (d) => d.places.some((el) => nearby.has(el));
 const nearby = new Set();  // the places within a screen of the viewport
 const docOf = new Map();  // Bokeh document -> its entry in pageDocs
-const deferred = new Map();  // model name -> {model, d, changes}: held while a slider moves (see apply)
+const deferred = new Map();  // model name -> {model, d, changes}: held while far from view (see apply)
 let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may not say at all)
 
 // The charts are drawn once every document on screen is (timings.chartsDrawn).
@@ -282,12 +282,14 @@ function current(model, prop) {
 
 // `controlsToo` is false while more changes are queued: writing an older state into the
 // widgets then would pull a slider back from under the person dragging it.
-// Returns how many Bokeh models it wrote (timings.changes[].written). While a slider moves (`live`), a
-// drawn chart more than a screen away from the viewport is not redrawn: its changes are held until it
-// comes near or the slider settles (`release`).
-function apply(patches, controlsToo = true, live = false) {
+// Returns how many Bokeh models it wrote and how many it held (timings.changes[].written, .held). A drawn
+// chart more than a screen away from the viewport is not redrawn at once: its changes are held until it
+// comes near (`release`) or, once the answers have settled, the browser is idle (`catchUp`): a change costs
+// what the reader sees, and a slider dragged redraws only the charts in view.
+function apply(patches, controlsToo = true) {
   applying = true;
   let wrote = 0;
+  let held = 0;
   try {
     const index = models();
     for (const [name, props] of Object.entries(patches.bokeh ?? {})) {
@@ -306,9 +308,10 @@ function apply(patches, controlsToo = true, live = false) {
         } else if (!same(current(model, prop), value)) changes[prop] = value;
       }
       if (!Object.keys(changes).length) continue;
-      const d = live ? docOf.get(model.document) : undefined;
+      const d = docOf.get(model.document);
       if (d?.drawn && !near(d)) {
         deferred.set(name, { model, d, changes: { ...deferred.get(name)?.changes, ...changes } });
+        held += 1;
       } else {
         model.setv(changes);
         wrote += 1;
@@ -328,7 +331,7 @@ function apply(patches, controlsToo = true, live = false) {
   } finally {
     applying = false;
   }
-  return wrote;
+  return { wrote, held };
 }
 
 // Write the changes held for the charts `which` accepts (all of them by default).
@@ -343,6 +346,21 @@ function release(which = () => true) {
   } finally {
     applying = false;
   }
+}
+
+// Once the answers have settled: the charts held far from view, one document per idle moment, until none
+// is held or a new change is being worked out (its answer plans again).
+let catching = false;
+function catchUp() {
+  if (catching || !deferred.size) return;
+  catching = true;
+  idle(() => {
+    catching = false;
+    if (inFlight || queue.length || !deferred.size) return;
+    const { d } = deferred.values().next().value;
+    release((held) => held === d);
+    catchUp();
+  });
 }
 
 // The button that had focus was redrawn (its panel's HTML replaced): focus its new self (the
@@ -568,6 +586,7 @@ function settleState() {
   } else if (!inFlight) {  // else the next change is being worked out already
     if (timings.ready === null) timings.ready = performance.now();
     settle();
+    catchUp();
     setState("ready", "Ready: every change re-runs the same traffic in your browser.");
   }
 }
@@ -608,13 +627,11 @@ async function onMessage(event) {
     // answered: it is worked out while this answer is written and painted, not after.
     if (workerReady) pump();
     const moving = queue.length > 0 || inFlight !== null;
-    const live = Boolean(done?.request.live) || moving;
-    if (!live) release();
-    const wrote = apply(msg.view.patches, !moving, live);  // a control still moving is not written back
+    const { wrote, held } = apply(msg.view.patches, !moving);  // a control still moving is not written back
     document.querySelector(".controls.pending")?.classList.remove("pending");
     await nextPaint();  // let Bokeh paint
     nameInputs();
-    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote });
+    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote, held });
     if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
@@ -800,10 +817,14 @@ if (window.parent !== window) {
   report();
 }
 
-// `undrawn`: the documents whose place is shown but not drawn yet (0 once the page is all drawn).
+// `undrawn`: the documents whose place is shown but not drawn yet, or drawn with changes still held (0 once
+// the whole page shows the last answer).
 window.prefixLab = {
   changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; },
-  get undrawn() { return (pageDocs ?? []).filter((d) => !d.drawn && displayed(d)).length; },
+  get undrawn() {
+    const held = new Set([...deferred.values()].map((h) => h.d));
+    return (pageDocs ?? []).filter((d) => (!d.drawn && displayed(d)) || held.has(d)).length;
+  },
 };
 
 // The headline numbers are in the HTML: they are on screen at the first contentful paint.

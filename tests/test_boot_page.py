@@ -181,7 +181,7 @@ SOURCE = """name => {
 }"""
 
 
-def test_while_a_slider_moves_charts_far_off_screen_wait_and_catch_up_when_it_is_let_go(page, server):
+def test_charts_far_off_screen_wait_while_a_slider_moves_and_catch_up_when_the_page_is_idle(page, server):
     page.goto(server["url"])
     page.wait_for_function(f"({READY}) && window.prefixLab.timings.draws.some(d => d.figure === 'gpu')",
                            timeout=90_000)  # drawn while idle, far below the fold
@@ -195,8 +195,9 @@ def test_while_a_slider_moves_charts_far_off_screen_wait_and_catch_up_when_it_is
     page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
     assert "fleet.replicas=" in page.evaluate("location.hash")
     assert page.evaluate(SOURCE, "src:ttft") != near  # the chart in view follows the slider...
-    assert page.evaluate(SOURCE, "src:gpu") == far  # ...the one three screens below waits
+    assert page.evaluate("window.prefixLab.timings.changes.at(-1).held") > 0  # ...the one three screens below waits
     views = page.evaluate("window.prefixLab.timings.changes.length")
     page.mouse.up()
     page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
-    assert page.evaluate(SOURCE, "src:gpu") != far  # let go: it catches up
+    page.wait_for_function("window.prefixLab.undrawn === 0", timeout=30_000)
+    assert page.evaluate(SOURCE, "src:gpu") != far  # and catches up once the page is idle

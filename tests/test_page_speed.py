@@ -77,3 +77,25 @@ def test_a_change_made_while_one_is_worked_out_goes_to_the_worker_before_that_an
     first, second = page.evaluate(f"window.prefixLab.timings.changes.slice({views}, {views + 2})")
     assert second["sent"] < first["applied"], (first, second)
     assert metrics(page) == expected_metrics("fleet.replicas=1")  # Home: the slider's least
+
+
+SOURCE = """name => {
+    const model = Bokeh.documents.map(d => d.get_model_by_name(name)).find(Boolean);
+    const data = model.data instanceof Map ? Object.fromEntries(model.data) : model.data;
+    return JSON.stringify(Object.entries(data).map(([k, v]) => [k, Array.from(v)]));
+}"""
+
+
+def test_a_change_redraws_the_charts_in_view_at_once_and_those_far_below_when_the_page_is_idle(fresh_lab):
+    page = fresh_lab
+    page.wait_for_function("window.prefixLab.undrawn === 0", timeout=60_000)  # all drawn, three screens of them
+    far, near = page.evaluate(SOURCE, "src:gpu"), page.evaluate(SOURCE, "src:ttft")
+    views = page.evaluate("window.prefixLab.timings.changes.length")
+    page.get_by_role("slider", name=re.compile("Replicas", re.I)).first.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(f"window.prefixLab.timings.changes.length > {views} && {READY}", timeout=60_000)
+    change = page.evaluate("window.prefixLab.timings.changes.at(-1)")
+    assert change["written"] > 0 and change["held"] > 0, change  # the GPU cost chart is far below: held
+    assert page.evaluate(SOURCE, "src:ttft") != near
+    page.wait_for_function("window.prefixLab.undrawn === 0", timeout=30_000)
+    assert page.evaluate(SOURCE, "src:gpu") != far  # caught up while idle
