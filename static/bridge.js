@@ -77,9 +77,9 @@ function bokehReady() {
 // The build cuts the page's Bokeh models into one document per root (lab/pagedocs.py) and points
 // the page's embed call here. Every document's models are made at once, so every patch and every
 // reader finds them; a document is drawn (its views built and laid out, the costly part) when its
-// place on the page is on screen, then those within a screen of it, and once the first answer is on
-// screen, the rest one at a time while the browser is idle. A place that is hidden waits until it is
-// shown. One document is drawn per task, so an answer that arrives meanwhile is applied between two.
+// place on the page is on screen; once the first answer is on screen, those within a screen of it, then
+// the rest, one at a time while the browser is idle. A place that is hidden waits until it is shown.
+// One document is drawn per task, so an answer that arrives meanwhile is applied between two.
 let pageDocs = null;  // [{doc, elements, places, drawn, queued, failed}] in page order; null where Bokeh's own embed ran
 let drawing = false;
 const toDraw = [];  // documents waiting to be drawn, those on screen first
@@ -167,9 +167,13 @@ function want(d, now) {
   if (!drawing) soon();
 }
 
-// The next document: at once if it is on screen, else when the browser is idle (an answer waiting to be
-// applied, a key pressed, a frame to paint, all come first).
-const soon = () => (toDraw.length && shown(toDraw[0]) ? setTimeout(drawNext) : idle(drawNext));
+// The next document: at once if it is on screen, else once the first answer is on screen, when the browser
+// is idle (an answer waiting to be applied, a key pressed, a frame to paint, all come first). Drawn sooner,
+// the documents near the viewport were found to hold the first answer back by 100 ms or more.
+function soon() {
+  if (toDraw.length && shown(toDraw[0])) setTimeout(drawNext);
+  else if (toDraw.length && settledYet) idle(drawNext);
+}
 
 async function drawNext() {
   if (drawing || !toDraw.length) return;
@@ -208,7 +212,7 @@ let settledYet = false;
 function settle() {
   if (settledYet) return;
   settledYet = true;
-  if (!drawing && !toDraw.length) idle(drawRest);
+  if (!drawing) toDraw.length ? soon() : idle(drawRest);
 }
 
 // The next frame the browser renders; or, if it renders none within 100 ms, then: an embed out of view
