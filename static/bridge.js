@@ -171,13 +171,22 @@ function want(d, now) {
 // is idle (an answer waiting to be applied, a key pressed, a frame to paint, all come first). Drawn sooner,
 // the documents near the viewport were found to hold the first answer back by 100 ms or more.
 function soon() {
-  if (toDraw.length && shown(toDraw[0])) setTimeout(drawNext);
+  if (toDraw.some(shown)) setTimeout(drawNext);
   else if (toDraw.length && settledYet) idle(drawNext);
 }
 
+// Whether a document's place is in the viewport now (the observers say so a frame late: a place pushed down
+// by the documents drawn above it may still be listed as on screen).
+const inView = (d) => d.places.some((el) => {
+  const box = el.getBoundingClientRect();
+  return box.bottom > 0 && box.top < window.innerHeight && box.width > 0;
+});
+
 async function drawNext() {
   if (drawing || !toDraw.length) return;
-  const d = toDraw.shift();
+  const next = settledYet ? 0 : toDraw.findIndex(inView);  // before the first answer, only what is in view
+  if (next < 0) return;
+  const [d] = toDraw.splice(next, 1);
   drawing = true;
   const t0 = performance.now();
   const top = Math.min(...d.places.map((el) => el.getBoundingClientRect().top)) + window.scrollY;  // before it grows
