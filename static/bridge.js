@@ -14,8 +14,9 @@
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
+// firstAnswer: when the worker sent the first answer and when this thread took it up (bench/bench_page.py).
 const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
-  changes: [], draws: [] };
+  firstAnswer: null, changes: [], draws: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
 let hash = location.hash.slice(1);
@@ -623,6 +624,7 @@ async function onMessage(event) {
     workTimer = setTimeout(() => workerFailed(`it took longer than ${WORK_LIMIT_MS / 1000} s`), WORK_LIMIT_MS);
     showProgress(msg);
   } else if (msg.type === "view") {
+    timings.firstAnswer ??= { sent: msg.at - performance.timeOrigin, taken: performance.now() };
     clearTimeout(workTimer);
     showProgress(null);
     const done = inFlight;

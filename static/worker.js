@@ -239,7 +239,7 @@ async function answer(port, msg, fileSources) {
     const result = JSON.parse(view.handle_json(text, fileSources));
     const ms = performance.now() - t0;
     if (ms > REMEMBERED_MS) setupMs = ms;
-    port.postMessage({ type: "view", id: msg.id, view: result, ms });
+    port.postMessage({ type: "view", id: msg.id, view: result, ms, at: performance.timeOrigin + performance.now() });
   } catch (err) {
     port.postMessage({ ...failure(err, "view"), id: msg.id });
     return;

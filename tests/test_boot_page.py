@@ -160,6 +160,8 @@ def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_buil
     assert early and all(d["top"] < screen for d in early), early  # those a screen below wait for the answer
     assert not article & {d["figure"] for d in early}, early
     assert len(early) < timings["modelsMade"]["documents"] / 2
+    answer = timings["firstAnswer"]  # the worker's clock and the page's agree (bench/bench_page.py compares them)
+    assert 0 < answer["sent"] < answer["taken"] + 1 and answer["taken"] <= timings["ready"], answer
     assert timings["changes"][0]["written"] == 0  # every chart and control already showed this answer
     assert metrics(page) == expected_metrics()
 
