@@ -122,6 +122,7 @@ window.prefixLabEmbed = (docsJson, items) => {
   const { Document } = Bokeh.require("document");
   const { unescape } = Bokeh.require("core/util/string");  // the data block is HTML-escaped, as embed_items reads it
   const json = typeof docsJson === "string" ? JSON.parse(unescape(docsJson)) : docsJson;
+  shareDefinitions(Object.values(json));
   pageDocs = items.map((item) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
     return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
@@ -155,6 +156,16 @@ window.prefixLabEmbed = (docsJson, items) => {
     else nearby.delete(entry.target);
   });
 };
+
+// Panel's model definitions (its `defs`) come with every document, the same each time: they are decoded
+// once, into the resolver every document's own falls back to, rather than once per document.
+function shareDefinitions(docs) {
+  const text = JSON.stringify(docs[0]?.defs ?? null);
+  if (text === "null" || docs.some((doc) => JSON.stringify(doc.defs) !== text)) return;
+  const { Deserializer } = Bokeh.require("core/serialization/deserializer");
+  new Deserializer(Bokeh.require("base").default_resolver).decode(docs[0].defs, new Map());
+  for (const doc of docs) delete doc.defs;
+}
 
 function want(d, now) {
   if (d.drawn) return;

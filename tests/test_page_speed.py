@@ -99,3 +99,16 @@ def test_a_change_redraws_the_charts_in_view_at_once_and_those_far_below_when_th
     assert page.evaluate(SOURCE, "src:ttft") != near
     page.wait_for_function("window.prefixLab.undrawn === 0", timeout=30_000)
     assert page.evaluate(SOURCE, "src:gpu") != far  # caught up while idle
+
+
+def test_panels_model_definitions_are_decoded_once_for_all_the_documents(fresh_lab, server):
+    """Every document the build cut (lab/pagedocs.py) carries the same `defs`: the page decodes them into Bokeh's
+    default resolver once, and each document resolves them from there."""
+    names = fresh_lab.evaluate("""() => {
+        const resolver = Bokeh.require("base").default_resolver;
+        const text = document.querySelector('script[type="application/json"]').textContent;
+        const docs = Object.values(JSON.parse(Bokeh.require("core/util/string").unescape(text)));
+        return {count: docs.length, names: docs[0].defs.map(d => d.name),
+                known: docs[0].defs.filter(d => resolver.get(d.name, null) !== null).length};
+    }""")
+    assert names["count"] > 10 and names["known"] == len(names["names"]) > 0, names
