@@ -27,7 +27,8 @@ arguments, so they can be called in any order, and twice):
 What a change cannot alter is remembered, each memo keyed by everything its
 value depends on: whole answers by the state (`handle_json`), runs by the
 keys the simulation reads (`run`, which also hands the tree figure the trees
-at the run's end), and each figure's drawing by what it declares it reads
+at the run's end), the synthetic traffic by the keys it reads (`traffic`:
+a fleet or router change sends the same requests), and each figure's drawing by what it declares it reads
 (`_drawn`). Equal keys give equal values, so a remembered answer is the one
 a fresh view would give (tests/test_view_memo.py).
 """
@@ -45,7 +46,18 @@ from typing import Any
 
 from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate_with_trees
+from model import (
+    Request,
+    Result,
+    Scenario,
+    ScenarioError,
+    TooManyRequests,
+    TraceError,
+    explain,
+    generate,
+    simulate_with_trees,
+    traffic_key,
+)
 
 from . import compare, figures, fleetview, missionview, teach
 from .controls import (
@@ -74,7 +86,7 @@ from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_sourc
 from .urlstate import capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "keep_first_answer",
-           "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "update"]
+           "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "traffic", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -98,6 +110,8 @@ ANSWERS_KEPT = 48  # recent answers the worker remembers, as JSON text (65-100 k
 _ANSWERS: "OrderedDict[tuple, str]" = OrderedDict()  # `_state_key(state)` -> the answer's JSON text
 _WARM: list[str] = []  # requests `prefetch_json` plans to answer ahead of time (JSON text), next first
 _SLIDERS = {c.name: c for c in CONTROLS if c.widget == "slider"}  # widget tag -> control, for `prefetch_json`
+TRAFFIC_KEPT = 2  # recent synthetic traffics remembered (a replicas or router change keeps the traffic)
+_TRAFFIC: "OrderedDict[tuple, tuple[Request, ...]]" = OrderedDict()  # (traffic_key, limit) -> requests
 DRAWN_KEPT = 2  # recent drawings remembered per figure (one may hold a run alive beyond RUNS_KEPT)
 _DRAWN: "dict[str, OrderedDict[tuple, tuple[Result | None, dict, str]]]" = {}  # figure -> key -> (run, data, caption)
 
@@ -209,13 +223,35 @@ def run(scenario: Scenario) -> Result:
 def _simulated(scenario: Scenario) -> Result:
     """`simulate` within the budget; the trees at the run's end, which the same pass gives, go to the tree
     figure's memo, so that drawing the tree does not run the scenario a second time (`model.tree_at`)."""
-    result, trees = simulate_with_trees(scenario, limit=budget(scenario))
+    limit = budget(scenario)
+    requests = traffic(scenario, limit) if _open_chat(scenario) else None
+    result, trees = simulate_with_trees(scenario, limit, requests)
     kept = figures._TREES  # noqa: SLF001 -- the tree figure's own memo, keyed as `figures.tree_snapshot` looks
     kept[(fleet_key(scenario), None)] = trees
     kept.move_to_end((fleet_key(scenario), None))
     while len(kept) > figures.TREE_KEPT:
         kept.popitem(last=False)
     return result
+
+
+def _open_chat(scenario: Scenario) -> bool:
+    """Whether a run takes its requests from `generate` (lab mode's chat): the traffic `traffic` remembers."""
+    return not scenario.fleet.decode and scenario.traffic.kind == "chat"
+
+
+def traffic(scenario: Scenario, limit: int) -> tuple[Request, ...]:
+    """`generate(scenario, limit)`, remembered for the last `TRAFFIC_KEPT` traffic keys: a change of the fleet or
+    the router sends the same requests, which are tuples, so one run's can serve the next. Raises
+    `TooManyRequests` as `generate` does (and remembers nothing then)."""
+    key = (traffic_key(scenario), limit)
+    found = _TRAFFIC.get(key)
+    if found is None:
+        found = _TRAFFIC[key] = tuple(generate(scenario, limit))
+        while len(_TRAFFIC) > TRAFFIC_KEPT:
+            _TRAFFIC.popitem(last=False)
+    else:
+        _TRAFFIC.move_to_end(key)
+    return found
 
 
 def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
@@ -304,6 +340,7 @@ def keep_first_answer(request: str) -> None:
     """
     handle_json(request)
     _RUNS.clear()
+    _TRAFFIC.clear()
     _DRAWN.clear()
     figures.forget()
 
@@ -557,7 +594,7 @@ def _fits(scenario: Scenario, limit: int) -> bool:
         if t.kind != "chat":
             run(scenario)
         elif scenario.events_of("burst") or t.session_rate * scenario.duration_s * t.turns_mean > limit / 2:
-            generate(scenario, limit=limit)
+            traffic(scenario, limit)
     except TooManyRequests:
         return False
     return True
