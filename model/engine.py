@@ -144,8 +144,8 @@ class Run:
         self.arrived += 1
         view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
-        ticket = replica.enqueue(request)
-        ticket.held_elsewhere = held_elsewhere(view, index)
+        ticket = replica.enqueue(request)  # its match is the chosen tree's: no need to walk that tree again
+        ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens)
         if replica.running is None:
             self._start(replica)
 

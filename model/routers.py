@@ -82,6 +82,11 @@ class View:
             m = self._actual[i] = r.tree.peek(self.request.keys) if r.cache else 0
         return m
 
+    def learn(self, i: int, tokens: int) -> None:
+        """Take `tokens` as `actual(i)`: what replica `i`'s own walk of its tree for this prompt just found."""
+        if self._actual[i] is None:
+            self._actual[i] = tokens
+
     def matched(self, i: int) -> int:
         """Tokens of the request's prompt the router believes replica `i` holds."""
         if self.memory is None:
