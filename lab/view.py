@@ -814,6 +814,7 @@ _ATTRIBUTE = re.compile(r"""(\s[^\s="'<>/]+)(="[^"]*"|='[^']*'|=[^\s"'>]+)?""") 
 _VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 
 
+@functools.lru_cache(maxsize=64)  # most panels read the same from one answer to the next: rewritten once
 def _as_browsers_write(text: str) -> str:
     """HTML as the browser writes it back (`innerHTML`). The bridge rewrites a panel only when its HTML
     differs, and a rewritten panel makes the browser lay the page out again before Bokeh can paint: so an

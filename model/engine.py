@@ -13,6 +13,7 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from collections.abc import Iterable, Sequence
+from heapq import heappush
 from operator import attrgetter
 
 from .closed import looped_source
@@ -113,8 +114,11 @@ class Run:
                         self.profile, self.notes, (self.in_use, self.cached, self.evicted), self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
-        replica.start_next(self.loop.now)
-        self.loop.at(replica.busy_until, FINISH, self._finish, replica)
+        loop = self.loop
+        replica.start_next(loop.now)
+        # loop.at(replica.busy_until, FINISH, self._finish, replica), written out (once per request): the end
+        # of a prefill is never before its start
+        heappush(loop._heap, (replica.busy_until, FINISH, next(loop._seq), self._finish, (replica,)))  # noqa: SLF001
 
     def _finish(self, replica: Replica) -> None:
         served = replica.finish()
@@ -136,7 +140,10 @@ class Run:
     def _arrive(self, request: Request) -> None:
         following = next(self._source, None)
         if following is not None:  # arrivals are sorted: keep only the next one on the heap
-            self.loop.at(following.arrival_s, ARRIVE, self._arrive, following)
+            loop = self.loop
+            if following.arrival_s < loop.now:  # as loop.at checks (a trace read as a stream may be out of order)
+                loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # raises
+            heappush(loop._heap, (following.arrival_s, ARRIVE, next(loop._seq), self._arrive, (following,)))  # noqa: SLF001
         self._route(request)
 
     def _route(self, request: Request) -> None:

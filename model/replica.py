@@ -95,7 +95,7 @@ class Replica:
         if self.cache:
             lock, _, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        estimate = self.prefill_s(request.prompt_tokens - matched)
+        estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
         if self.fetcher is not None:
             tokens, seconds = self.fetcher(self, request, matched)
             estimate = self.prefill_s(request.prompt_tokens - matched - tokens) + seconds
@@ -116,7 +116,7 @@ class Replica:
             self.tree.lock(served.lock)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
-        served.prefill_s = self.prefill_s(served.request.prompt_tokens - served.cached_tokens)
+        served.prefill_s = self.overhead_s + (served.request.prompt_tokens - served.cached_tokens) / self.tokens_per_s
         if self.fetcher is not None:
             served.fetched_tokens, served.fetch_s = self.fetcher(self, served.request, served.cached_tokens)
             missing = served.request.prompt_tokens - served.cached_tokens - served.fetched_tokens
