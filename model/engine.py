@@ -176,28 +176,40 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     records = []
     makespan = 0.0
     fetched, fetch_s = 0, 0.0
+    duration = scenario.duration_s
+    offered_n = recomputed_sum = 0  # requests sent inside the window; tokens recomputed that a peer held
     record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
+    # Once per request: min() and max() as comparisons (no call), the same values.
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
         cached = s.cached_tokens
-        have = cached + s.fetched_tokens  # fetched tokens are not recomputed
-        recomputed = max(0, min(prompt - have, s.held_elsewhere - have))
-        fetched += s.fetched_tokens
+        got = s.fetched_tokens
+        have = cached + got  # fetched tokens are not recomputed
+        missing, elsewhere = prompt - have, s.held_elsewhere - have
+        recomputed = missing if missing < elsewhere else elsewhere
+        if recomputed < 0:
+            recomputed = 0
+        recomputed_sum += recomputed
+        fetched += got
         fetch_s += s.fetch_s
-        queue_s = s.start_s - r.arrival_s
+        arrival = round(r.arrival_s, 6)
+        if arrival < duration:
+            offered_n += 1
+        start = s.start_s
+        queue_s = start - r.arrival_s
         prefill_s = s.prefill_s
         records.append(record(RequestRecord, (  # the ms values as `ms()` rounds them, written out
-            round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
+            arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
             r.user_tokens, r.answer_tokens, cached, recomputed, round(queue_s * 1000.0, 3),
             round(prefill_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3), None, None, None)))
-        end = s.start_s + prefill_s
+        end = start + prefill_s
         if end > makespan:
             makespan = end
 
-    horizon = max(scenario.duration_s, makespan)
-    offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)
-    recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
+    horizon = max(duration, makespan)
+    offered = round(offered_n / duration, 6)
+    recompute_s = recomputed_sum / tokens_per_s
     busy = [rep.busy_s for rep in replicas]
     return Result(
         scenario=scenario,
@@ -221,8 +233,10 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
 def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
             backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
     by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
+    last = BINS - 1
     for rec in records:
-        by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
+        k = int(rec.arrival_s / bin_s)
+        by_bin[k if k < last else last].append(rec)
     hit: list[float | None] = []
     p50: list[float | None] = []
     p99: list[float | None] = []
@@ -238,13 +252,16 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         p99.append(percentile(ttfts, 99))
 
     busy = [[0.0] * BINS for _ in range(n_replicas)]
-    for s in served:  # spread each prefill's busy time over the bins it covers
-        a, b = s.start_s, s.start_s + s.prefill_s
-        first = int(a / bin_s)
-        for k in range(first, min(BINS, int(b / bin_s) + 1)):
-            overlap = min(b, (k + 1) * bin_s) - max(a, k * bin_s)
+    for s in served:  # spread each prefill's busy time over the bins it covers (min and max as comparisons)
+        a = s.start_s
+        b = a + s.prefill_s
+        row = busy[s.replica]
+        stop = int(b / bin_s) + 1
+        for k in range(int(a / bin_s), stop if stop < BINS else BINS):
+            hi, lo = (k + 1) * bin_s, k * bin_s
+            overlap = (b if b < hi else hi) - (a if a > lo else lo)
             if overlap > 0:
-                busy[s.replica][k] += overlap
+                row[k] += overlap
 
     return Series(
         bin_s=round(bin_s, 6),
