@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.build import _write_wheel, pyodide_dir  # noqa: E402
 from lab import view  # noqa: E402
+from lab.build import _write_wheel, pyodide_dir  # noqa: E402
 from lab.view import handle_json  # noqa: E402
 
 REQUESTS = [

@@ -225,7 +225,7 @@ def _simulated(scenario: Scenario) -> Result:
     figure's memo, so that drawing the tree does not run the scenario a second time (`model.tree_at`)."""
     limit = budget(scenario)
     requests = traffic(scenario, limit) if _open_chat(scenario) else None
-    result, trees = simulate_with_trees(scenario, limit, requests)
+    result, trees = simulate_with_trees(scenario, limit=limit, requests=requests)
     kept = figures._TREES  # noqa: SLF001 -- the tree figure's own memo, keyed as `figures.tree_snapshot` looks
     kept[(fleet_key(scenario), None)] = trees
     kept.move_to_end((fleet_key(scenario), None))
