@@ -83,7 +83,7 @@ from .figures import (
 )
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
-from .urlstate import capped, read_hash, write_hash
+from .urlstate import HashState, capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "keep_first_answer",
            "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "traffic", "update"]
@@ -319,7 +319,7 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
         return []
     reply = json.loads(answered)
     start, end, step = control.range
-    was = read_hash(str(request.get("hash") or "")).scenario.get(control.key)
+    was = _read_hash(str(request.get("hash") or "")).scenario.get(control.key)
     sides = (step, -step) if not isinstance(was, (int, float)) or raw >= was else (-step, step)
     out = []
     for delta in sides:
@@ -390,12 +390,24 @@ def read_state(request: Mapping[str, Any], files: Any = None) -> State:
 
     The setup is being played if the page itself wrote this hash while playing (a reload, or a way back).
     """
-    hashed = read_hash(str(request.get("hash") or ""))
+    hashed = _read_hash(str(request.get("hash") or ""))
     memo = missionview.read_memo(request.get("memo"))
     playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
     shown, notices = read_shown(request.get("embed"))
     return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")),
                  hashed.notices + notices, memo, playing, shown=shown, files=files)
+
+
+def _read_hash(text: str) -> HashState:
+    """`read_hash(text)`, remembered by the text for the last few hashes (each change sends the hash the answer
+    before wrote, and building a scenario checks every field): the page keys come as a fresh dict each time."""
+    found = _hash_states(text)
+    return dataclasses.replace(found, page=dict(found.page))
+
+
+@functools.lru_cache(maxsize=16)
+def _hash_states(text: str) -> HashState:
+    return read_hash(text)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
@@ -467,7 +479,7 @@ def settle(state: State) -> State:
 def _with_base(state: State) -> State:
     """Keep a pinned baseline only if it reads cleanly as a setup; else drop it (and its locked axes), saying so."""
     pinned = state.page.get("base")
-    if pinned is None or (pinned and not read_hash(pinned).notices):
+    if pinned is None or (pinned and not _read_hash(pinned).notices):
         return state
     page = {k: v for k, v in state.page.items() if k not in ("base", "axes")}
     return dataclasses.replace(state, page=page).noting(
@@ -657,7 +669,7 @@ def _baseline(state: State, mission: Mission | None) -> tuple[Scenario | None, s
     """The setup the run is compared with, and its name: the one pinned, else the mission's broken start."""
     pinned = state.page.get("base")
     if pinned:
-        return read_hash(pinned).scenario, "the pinned baseline"
+        return _read_hash(pinned).scenario, "the pinned baseline"
     if mission is not None:
         return mission.start, "the mission's broken start"
     return None, ""
