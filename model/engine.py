@@ -15,6 +15,7 @@ the run goes on past `duration_s` until the last queue drains.
 from collections.abc import Iterable, Sequence
 from heapq import heappush
 from operator import attrgetter
+from typing import NamedTuple
 
 from .closed import looped_source
 from .config import Scenario
@@ -178,6 +179,9 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     fetched, fetch_s = 0, 0.0
     duration = scenario.duration_s
     offered_n = recomputed_sum = 0  # requests sent inside the window; tokens recomputed that a peer held
+    last = BINS - 1
+    bins = _Bins([[] for _ in range(BINS)], [0] * BINS, [0] * BINS)  # the series' per-bin inputs, gathered here
+    bin_ttfts, bin_cached, bin_prompt = bins
     record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
     # Once per request: min() and max() as comparisons (no call), the same values.
     for s in served:
@@ -199,10 +203,20 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         start = s.start_s
         queue_s = start - r.arrival_s
         prefill_s = s.prefill_s
-        records.append(record(RequestRecord, (  # the ms values as `ms()` rounds them, written out
+        prefill_ms = round(prefill_s * 1000.0, 3)  # the ms values as `ms()` rounds them, written out
+        if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
+            queue_ms, ttft_ms = 0.0, prefill_ms
+        else:
+            queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+        records.append(record(RequestRecord, (
             arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, round(queue_s * 1000.0, 3),
-            round(prefill_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3), None, None, None)))
+            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None)))
+        k = int(arrival / bin_s)
+        if k > last:
+            k = last
+        bin_ttfts[k].append(ttft_ms)
+        bin_cached[k] += cached
+        bin_prompt[k] += prompt
         end = start + prefill_s
         if end > makespan:
             makespan = end
@@ -218,7 +232,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         prefill_gpu_s=round(sum(busy), 6),
         recompute_gpu_s=round(recompute_s, 6),
         router_overestimate=overestimate,
-        series=_series(records, served, len(replicas), backlog, bin_s, kv),
+        series=_series(bins, served, len(replicas), backlog, bin_s, kv),
         records=tuple(records),
         offered_rps=offered,
         configured_rps=offered,  # lab mode sends on the open-loop schedule
@@ -230,24 +244,27 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     )
 
 
-def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
+class _Bins(NamedTuple):
+    """Per bin of arrival time: its requests' TTFTs (ms), and their cached and prompt tokens."""
+
+    ttfts: list[list[float]]
+    cached: list[int]
+    prompt: list[int]
+
+
+def _series(bins: _Bins, served: list[Served], n_replicas: int,
             backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
-    by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
-    last = BINS - 1
-    for rec in records:
-        k = int(rec.arrival_s / bin_s)
-        by_bin[k if k < last else last].append(rec)
     hit: list[float | None] = []
     p50: list[float | None] = []
     p99: list[float | None] = []
-    for recs in by_bin:
-        if not recs:
+    for ttfts, cached, prompt in zip(*bins):
+        if not ttfts:
             hit.append(None)
             p50.append(None)
             p99.append(None)
             continue
-        ttfts = sorted(r.ttft_ms for r in recs)
-        hit.append(ratio(sum(r.cached_tokens for r in recs), sum(r.prompt_tokens for r in recs)))
+        ttfts.sort()
+        hit.append(ratio(cached, prompt))
         p50.append(percentile(ttfts, 50))
         p99.append(percentile(ttfts, 99))
 
@@ -266,7 +283,7 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
     return Series(
         bin_s=round(bin_s, 6),
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
-        requests=tuple(len(recs) for recs in by_bin),
+        requests=tuple(len(ttfts) for ttfts in bins.ttfts),
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
         replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
@@ -274,7 +291,7 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
         kv_pinned_tokens=tuple(tuple(row) for row in kv[0]),
         evicted_tokens=per_bin(kv[2]),
-        requests_configured=tuple(len(recs) for recs in by_bin),
+        requests_configured=tuple(len(ttfts) for ttfts in bins.ttfts),
         tpot_p99_ms=(None,) * BINS,
         stall_p99_ms=(None,) * BINS,
     )
