@@ -182,6 +182,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     last = BINS - 1
     bins = _Bins([[] for _ in range(BINS)], [0] * BINS, [0] * BINS)  # the series' per-bin inputs, gathered here
     bin_ttfts, bin_cached, bin_prompt = bins
+    rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
     record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
     # Once per request: min() and max() as comparisons (no call), the same values.
     for s in served:
@@ -203,7 +204,9 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         start = s.start_s
         queue_s = start - r.arrival_s
         prefill_s = s.prefill_s
-        prefill_ms = round(prefill_s * 1000.0, 3)  # the ms values as `ms()` rounds them, written out
+        prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+        if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
+            prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
         if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
             queue_ms, ttft_ms = 0.0, prefill_ms
         else:
