@@ -70,6 +70,7 @@ class RadixTree:
         `_walk`'s descent without its touches and splits (routers peek many trees for every request): an
         edge whose keys all match is compared as one slice.
         """
+        keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
         node, i, matched, n = self.root, 0, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
@@ -77,7 +78,7 @@ class RadixTree:
                 return matched
             ck = child.keys
             m = len(ck)
-            if m > 1 and tuple(keys[i:i + m]) != ck:  # a partial match: count the keys that do
+            if m > 1 and keys[i:i + m] != ck:  # a partial match: count the keys that do
                 j, end = 1, min(m, n - i)
                 while j < end and ck[j] == keys[i + j]:
                     j += 1
@@ -178,6 +179,7 @@ class RadixTree:
         """
         self._clock += 1
         stamp = self._clock
+        keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
         node, i, matched, n = self.root if start is None else start, at, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
@@ -185,7 +187,7 @@ class RadixTree:
                 break
             ck = child.keys
             m = len(ck)
-            if m > 1 and tuple(keys[i:i + m]) != ck:  # not the whole edge: split it where it parts
+            if m > 1 and keys[i:i + m] != ck:  # not the whole edge: split it where it parts
                 j, end = 1, min(m, n - i)
                 while j < end and ck[j] == keys[i + j]:
                     j += 1
