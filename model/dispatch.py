@@ -64,9 +64,9 @@ def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
     request, replicas = view.request, view.replicas
     if not replicas[index].cache:
         return 0
-    if actual is not None:
-        view.learn(index, actual)
-    if view.actual(index) >= request.cacheable_tokens:  # no one can hold more
+    mine = view.actual(index) if actual is None else actual
+    if mine >= request.cacheable_tokens:  # no one can hold more
         return 0
+    view.learn(index, mine)
     held = view.actuals()
     return max(held[:index] + held[index + 1:], default=0)
