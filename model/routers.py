@@ -104,13 +104,8 @@ class View:
         if None in m:
             keys = self.request.keys
             first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
-            if m.count(None) == len(m):  # nothing looked up yet (the usual case): one comprehension, in place
-                m[:] = [r.tree.peek(keys) if r.cache and first in r.tree.root.children else 0 for r in self.replicas]
-            else:
-                for r in self.replicas:
-                    if m[r.index] is None:
-                        tree = r.tree
-                        m[r.index] = tree.peek(keys) if r.cache and first in tree.root.children else 0
+            m[:] = [(r.tree.peek(keys) if r.cache and first in r.tree.root.children else 0) if x is None else x
+                    for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
         return m  # type: ignore[return-value]
 
     def actuals(self) -> list[int]:
