@@ -27,10 +27,12 @@ arguments, so they can be called in any order, and twice):
 What a change cannot alter is remembered, each memo keyed by everything its
 value depends on: whole answers by the state (`handle_json`), runs by the
 keys the simulation reads (`run`, which also hands the tree figure the trees
-at the run's end), the synthetic traffic by the keys it reads (`traffic`:
-a fleet or router change sends the same requests), and each figure's drawing by what it declares it reads
+at the run's end), the synthetic traffic by the keys it reads (`traffic`: a
+fleet or router change sends the same requests), a URL hash's reading by its
+text (`_read_hash`), and each figure's drawing by what it declares it reads
 (`_drawn`). Equal keys give equal values, so a remembered answer is the one
-a fresh view would give (tests/test_view_memo.py).
+a fresh view would give (tests/test_view_memo.py, test_traffic_memo.py,
+test_hash_memo.py).
 """
 
 import dataclasses
