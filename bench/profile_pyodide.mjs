@@ -1,6 +1,6 @@
 // Where the time of one control change goes under Pyodide (run by bench/profile_pyodide.py):
 // the page's view code answers the requests in REQUESTS_JSON, each timed for five new setups (other
-// seeds) and five repeats, then profiled for a new setup.
+// seeds), five repeats and five other replica counts on the same seed, then profiled for a new setup.
 //   node profile_pyodide.mjs PYODIDE_DIR WHEEL REQUESTS_JSON
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -21,6 +21,16 @@ from lab import view
 def seeded(request, seed):
     """The request for another seed: a setup the view has not computed yet (no memo to hit)."""
     return {**request, "hash": "&".join(filter(None, [request["hash"], f"seed={seed}"]))}
+
+
+def refleeted(request):
+    """Five other replica counts, nearest first, on the request's seed (a replicas slider dragged): new runs
+    of the traffic the request itself sent."""
+    n = (request.get("controls") or {}).get("ctl:fleet.replicas")
+    if n is None:
+        n = int(dict(p.split("=") for p in request["hash"].split("&") if p).get("fleet.replicas", 4))
+    counts = sorted((v for v in range(1, 17) if v != n), key=lambda v: (abs(v - n), -v))[:5]
+    return [{**request, "controls": {"ctl:fleet.replicas": v}} for v in counts]
 
 
 def cpu_ms():
@@ -46,6 +56,10 @@ for label, request in json.loads(requests_json):
     view.handle_json(json.dumps(request))  # imports, first-use costs
     new = timed([seeded(request, seed) for seed in range(2, 7)])
     seen = timed([request] * 5)
+    view._ANSWERS.clear()  # the counts the rows before asked for are new setups here too
+    view._RUNS.clear()
+    view.handle_json(json.dumps(request))  # the page's last answer: its traffic is the one the next run sends
+    fleet = timed(refleeted(request))
     profile = cProfile.Profile()
     profile.enable()
     view.handle_json(json.dumps(seeded(request, 7)))
@@ -54,7 +68,8 @@ for label, request in json.loads(requests_json):
     pstats.Stats(profile, stream=text).sort_stats(SORT).print_stats(ROWS)
     body = text.getvalue()
     out.append(f"== {label}, Pyodide: a new setup {new[0]:.1f} ms (CPU {new[1]:.1f} ms), the same setup again "
-               f"{seen[0]:.1f} ms (CPU {seen[1]:.1f} ms) (medians of 5); "
+               f"{seen[0]:.1f} ms (CPU {seen[1]:.1f} ms), another replica count on the same seed {fleet[0]:.1f} ms "
+               f"(CPU {fleet[1]:.1f} ms) (medians of 5); "
                f"cProfile of a new setup by {SORT} (its overhead inflates builtins):\n" + body[body.index("ncalls"):])
 
 
@@ -85,6 +100,7 @@ if hasattr(view, "prefetch_json"):
     for ahead in (False, True):
         view._ANSWERS.clear()
         view._RUNS.clear()
+        getattr(view, "_TRAFFIC", {}).clear()
         med, worst, idle = drag(ahead)
         out.append(f"== a replicas slider dragged one step at a time, {'with' if ahead else 'without'} answers ahead of "
                    f"time: a step's CPU median {med:.1f} ms, worst {worst:.1f} ms"

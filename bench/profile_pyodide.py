@@ -6,7 +6,9 @@ Times `lab.view.handle_json` (what the page's worker calls: the answer as
 JSON text) for the default setup, a replicas change, and 16 cache-aware
 replicas at 8 sessions a second, in Pyodide (the npm package, under Node:
 the same interpreter as the page's worker) and in CPython, each for setups
-not computed before (other seeds) and for the same setup again, then prints
+not computed before (other seeds), for the same setup again, and for other replica
+counts on the same seed (a replicas slider dragged: new runs, the traffic already
+made), then prints
 cProfile's top functions by own time for a new setup under Pyodide (PROFILE_SORT=cumulative
 and PROFILE_ROWS=40 in the environment change the order and the length). Each time is
 given as wall clock and as CPU time, the steadier figure on a shared machine. Last, a replicas slider
@@ -25,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lab import view  # noqa: E402
 from lab.build import _write_wheel, pyodide_dir  # noqa: E402
 from lab.view import handle_json  # noqa: E402
 
@@ -47,6 +50,16 @@ def cpython_ms(requests: list[dict]) -> tuple[float, float]:
     return statistics.median(times), statistics.median(cpu)
 
 
+def refleeted(request: dict) -> list[dict]:
+    """Five other replica counts, nearest first, on the request's seed (a replicas slider dragged): new runs
+    of the traffic the request itself sent."""
+    n = (request.get("controls") or {}).get("ctl:fleet.replicas")
+    if n is None:
+        n = int(dict(p.split("=") for p in request["hash"].split("&") if p).get("fleet.replicas", 4))
+    counts = sorted((v for v in range(1, 17) if v != n), key=lambda v: (abs(v - n), -v))[:5]
+    return [{**request, "controls": {"ctl:fleet.replicas": v}} for v in counts]
+
+
 def seeded(request: dict, seed: int) -> dict:
     return {**request, "hash": "&".join(filter(None, [request["hash"], f"seed={seed}"]))}
 
@@ -66,8 +79,13 @@ def main() -> None:
     for label, request in REQUESTS:
         handle_json(json.dumps(request))
         new, seen = cpython_ms([seeded(request, s) for s in range(2, 7)]), cpython_ms([request] * 5)
+        view._ANSWERS.clear()  # the counts the rows before asked for are new setups here too
+        view._RUNS.clear()
+        handle_json(json.dumps(request))  # the page's last answer: its traffic is the one the next run sends
+        fleet = cpython_ms(refleeted(request))
         print(f"{label}, CPython: a new setup {new[0]:.1f} ms (CPU {new[1]:.1f} ms), the same setup again "
-              f"{seen[0]:.1f} ms (CPU {seen[1]:.1f} ms) (medians of 5)")
+              f"{seen[0]:.1f} ms (CPU {seen[1]:.1f} ms), another replica count on the same seed {fleet[0]:.1f} ms "
+              f"(CPU {fleet[1]:.1f} ms) (medians of 5)")
     print(done.stdout)
 
 

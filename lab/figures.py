@@ -165,8 +165,9 @@ def _load_data(c: Context) -> dict[str, dict]:
     """One cell per replica and bin: how busy the replica was (colour) and the work queued at the bin's end."""
     s = c.result.series
     t, replica, busy, backlog = [], [], [], []
+    mids = _mids(c.result)
     for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):
-        for mid, load, q in zip(_mids(c.result), loads, queued):
+        for mid, load, q in zip(mids, loads, queued):
             t.append(mid)
             replica.append(replica_name(i))
             busy.append(round(min(load, 1.0) * 100, 1))

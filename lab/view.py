@@ -27,9 +27,12 @@ arguments, so they can be called in any order, and twice):
 What a change cannot alter is remembered, each memo keyed by everything its
 value depends on: whole answers by the state (`handle_json`), runs by the
 keys the simulation reads (`run`, which also hands the tree figure the trees
-at the run's end), and each figure's drawing by what it declares it reads
+at the run's end), the synthetic traffic by the keys it reads (`traffic`: a
+fleet or router change sends the same requests), a URL hash's reading by its
+text (`_read_hash`), and each figure's drawing by what it declares it reads
 (`_drawn`). Equal keys give equal values, so a remembered answer is the one
-a fresh view would give (tests/test_view_memo.py).
+a fresh view would give (tests/test_view_memo.py, test_traffic_memo.py,
+test_hash_memo.py).
 """
 
 import dataclasses
@@ -45,7 +48,18 @@ from typing import Any
 
 from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
-from model import Result, Scenario, ScenarioError, TooManyRequests, TraceError, explain, generate, simulate_with_trees
+from model import (
+    Request,
+    Result,
+    Scenario,
+    ScenarioError,
+    TooManyRequests,
+    TraceError,
+    explain,
+    generate,
+    simulate_with_trees,
+    traffic_key,
+)
 
 from . import compare, figures, fleetview, missionview, teach
 from .controls import (
@@ -71,10 +85,10 @@ from .figures import (
 )
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
-from .urlstate import capped, read_hash, write_hash
+from .urlstate import HashState, capped, read_hash, write_hash
 
 __all__ = ["METRICS", "Derived", "Shown", "State", "answer", "derive", "handle", "handle_json", "keep_first_answer",
-           "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "update"]
+           "patches", "prefetch_json", "read_shown", "read_state", "render", "run", "settle", "traffic", "update"]
 
 METRICS = (  # headline: result key, label, how to show it
     ("hit_rate", "Hit rate", "{:.1%}"),
@@ -98,6 +112,8 @@ ANSWERS_KEPT = 48  # recent answers the worker remembers, as JSON text (65-100 k
 _ANSWERS: "OrderedDict[tuple, str]" = OrderedDict()  # `_state_key(state)` -> the answer's JSON text
 _WARM: list[str] = []  # requests `prefetch_json` plans to answer ahead of time (JSON text), next first
 _SLIDERS = {c.name: c for c in CONTROLS if c.widget == "slider"}  # widget tag -> control, for `prefetch_json`
+TRAFFIC_KEPT = 2  # recent synthetic traffics remembered (a replicas or router change keeps the traffic)
+_TRAFFIC: "OrderedDict[tuple, tuple[Request, ...]]" = OrderedDict()  # (traffic_key, limit) -> requests
 DRAWN_KEPT = 2  # recent drawings remembered per figure (one may hold a run alive beyond RUNS_KEPT)
 _DRAWN: "dict[str, OrderedDict[tuple, tuple[Result | None, dict, str]]]" = {}  # figure -> key -> (run, data, caption)
 
@@ -209,13 +225,35 @@ def run(scenario: Scenario) -> Result:
 def _simulated(scenario: Scenario) -> Result:
     """`simulate` within the budget; the trees at the run's end, which the same pass gives, go to the tree
     figure's memo, so that drawing the tree does not run the scenario a second time (`model.tree_at`)."""
-    result, trees = simulate_with_trees(scenario, limit=budget(scenario))
+    limit = budget(scenario)
+    requests = traffic(scenario, limit) if _open_chat(scenario) else None
+    result, trees = simulate_with_trees(scenario, limit=limit, requests=requests)
     kept = figures._TREES  # noqa: SLF001 -- the tree figure's own memo, keyed as `figures.tree_snapshot` looks
     kept[(fleet_key(scenario), None)] = trees
     kept.move_to_end((fleet_key(scenario), None))
     while len(kept) > figures.TREE_KEPT:
         kept.popitem(last=False)
     return result
+
+
+def _open_chat(scenario: Scenario) -> bool:
+    """Whether a run takes its requests from `generate` (lab mode's chat): the traffic `traffic` remembers."""
+    return not scenario.fleet.decode and scenario.traffic.kind == "chat"
+
+
+def traffic(scenario: Scenario, limit: int) -> tuple[Request, ...]:
+    """`generate(scenario, limit)`, remembered for the last `TRAFFIC_KEPT` traffic keys: a change of the fleet or
+    the router sends the same requests, which are tuples, so one run's can serve the next. Raises
+    `TooManyRequests` as `generate` does (and remembers nothing then)."""
+    key = (traffic_key(scenario), limit)
+    found = _TRAFFIC.get(key)
+    if found is None:
+        found = _TRAFFIC[key] = tuple(generate(scenario, limit))
+        while len(_TRAFFIC) > TRAFFIC_KEPT:
+            _TRAFFIC.popitem(last=False)
+    else:
+        _TRAFFIC.move_to_end(key)
+    return found
 
 
 def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
@@ -283,7 +321,7 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
         return []
     reply = json.loads(answered)
     start, end, step = control.range
-    was = read_hash(str(request.get("hash") or "")).scenario.get(control.key)
+    was = _read_hash(str(request.get("hash") or "")).scenario.get(control.key)
     sides = (step, -step) if not isinstance(was, (int, float)) or raw >= was else (-step, step)
     out = []
     for delta in sides:
@@ -304,6 +342,7 @@ def keep_first_answer(request: str) -> None:
     """
     handle_json(request)
     _RUNS.clear()
+    _TRAFFIC.clear()
     _DRAWN.clear()
     figures.forget()
 
@@ -353,12 +392,24 @@ def read_state(request: Mapping[str, Any], files: Any = None) -> State:
 
     The setup is being played if the page itself wrote this hash while playing (a reload, or a way back).
     """
-    hashed = read_hash(str(request.get("hash") or ""))
+    hashed = _read_hash(str(request.get("hash") or ""))
     memo = missionview.read_memo(request.get("memo"))
     playing = "mission" in hashed.page and write_hash(hashed.scenario, hashed.page) in memo.played
     shown, notices = read_shown(request.get("embed"))
     return State(hashed.scenario, hashed.page, missionview.read_progress(request.get("progress")),
                  hashed.notices + notices, memo, playing, shown=shown, files=files)
+
+
+def _read_hash(text: str) -> HashState:
+    """`read_hash(text)`, remembered by the text for the last few hashes (each change sends the hash the answer
+    before wrote, and building a scenario checks every field): the page keys come as a fresh dict each time."""
+    found = _hash_states(text)
+    return dataclasses.replace(found, page=dict(found.page))
+
+
+@functools.lru_cache(maxsize=16)
+def _hash_states(text: str) -> HashState:
+    return read_hash(text)
 
 
 def update(state: State, request: Mapping[str, Any]) -> State:
@@ -430,7 +481,7 @@ def settle(state: State) -> State:
 def _with_base(state: State) -> State:
     """Keep a pinned baseline only if it reads cleanly as a setup; else drop it (and its locked axes), saying so."""
     pinned = state.page.get("base")
-    if pinned is None or (pinned and not read_hash(pinned).notices):
+    if pinned is None or (pinned and not _read_hash(pinned).notices):
         return state
     page = {k: v for k, v in state.page.items() if k not in ("base", "axes")}
     return dataclasses.replace(state, page=page).noting(
@@ -557,7 +608,7 @@ def _fits(scenario: Scenario, limit: int) -> bool:
         if t.kind != "chat":
             run(scenario)
         elif scenario.events_of("burst") or t.session_rate * scenario.duration_s * t.turns_mean > limit / 2:
-            generate(scenario, limit=limit)
+            traffic(scenario, limit)
     except TooManyRequests:
         return False
     return True
@@ -620,7 +671,7 @@ def _baseline(state: State, mission: Mission | None) -> tuple[Scenario | None, s
     """The setup the run is compared with, and its name: the one pinned, else the mission's broken start."""
     pinned = state.page.get("base")
     if pinned:
-        return read_hash(pinned).scenario, "the pinned baseline"
+        return _read_hash(pinned).scenario, "the pinned baseline"
     if mission is not None:
         return mission.start, "the mission's broken start"
     return None, ""
@@ -777,6 +828,7 @@ _ATTRIBUTE = re.compile(r"""(\s[^\s="'<>/]+)(="[^"]*"|='[^']*'|=[^\s"'>]+)?""") 
 _VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 
 
+@functools.lru_cache(maxsize=64)  # most panels read the same from one answer to the next: rewritten once
 def _as_browsers_write(text: str) -> str:
     """HTML as the browser writes it back (`innerHTML`). The bridge rewrites a panel only when its HTML
     differs, and a rewritten panel makes the browser lay the page out again before Bokeh can paint: so an

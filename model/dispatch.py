@@ -55,10 +55,18 @@ class Dispatcher:
         return ratio(self.overestimated, self.believed)
 
 
-def held_elsewhere(view: View, index: int) -> int:
-    """Most tokens of the request another replica's tree held at routing (0 if the chosen one holds all it can)."""
+def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
+    """Most tokens of the request another replica's tree held at routing (0 if the chosen one holds all it can).
+
+    `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
+    prompt up in its tree): the same number `view.actual(index)` would find, without a second walk.
+    """
     request, replicas = view.request, view.replicas
-    if not replicas[index].cache or view.actual(index) >= request.cacheable_tokens:  # no one can hold more
+    if not replicas[index].cache:
         return 0
+    mine = view.actual(index) if actual is None else actual
+    if mine >= request.cacheable_tokens:  # no one can hold more
+        return 0
+    view.learn(index, mine)
     held = view.actuals()
     return max(held[:index] + held[index + 1:], default=0)

@@ -13,7 +13,9 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from collections.abc import Iterable, Sequence
+from heapq import heappush
 from operator import attrgetter
+from typing import NamedTuple
 
 from .closed import looped_source
 from .config import Scenario
@@ -113,8 +115,11 @@ class Run:
                         self.profile, self.notes, (self.in_use, self.cached, self.evicted), self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
-        replica.start_next(self.loop.now)
-        self.loop.at(replica.busy_until, FINISH, self._finish, replica)
+        loop = self.loop
+        replica.start_next(loop.now)
+        # loop.at(replica.busy_until, FINISH, self._finish, replica), written out (once per request): the end
+        # of a prefill is never before its start
+        heappush(loop._heap, (replica.busy_until, FINISH, next(loop._seq), self._finish, (replica,)))  # noqa: SLF001
 
     def _finish(self, replica: Replica) -> None:
         served = replica.finish()
@@ -136,7 +141,10 @@ class Run:
     def _arrive(self, request: Request) -> None:
         following = next(self._source, None)
         if following is not None:  # arrivals are sorted: keep only the next one on the heap
-            self.loop.at(following.arrival_s, ARRIVE, self._arrive, following)
+            loop = self.loop
+            if following.arrival_s < loop.now:  # as loop.at checks (a trace read as a stream may be out of order)
+                loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # raises
+            heappush(loop._heap, (following.arrival_s, ARRIVE, next(loop._seq), self._arrive, (following,)))  # noqa: SLF001
         self._route(request)
 
     def _route(self, request: Request) -> None:
@@ -144,8 +152,8 @@ class Run:
         self.arrived += 1
         view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
-        ticket = replica.enqueue(request)
-        ticket.held_elsewhere = held_elsewhere(view, index)
+        ticket = replica.enqueue(request)  # its match is the chosen tree's: no need to walk that tree again
+        ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens)
         if replica.running is None:
             self._start(replica)
 
@@ -169,28 +177,56 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     records = []
     makespan = 0.0
     fetched, fetch_s = 0, 0.0
+    duration = scenario.duration_s
+    offered_n = recomputed_sum = 0  # requests sent inside the window; tokens recomputed that a peer held
+    last = BINS - 1
+    bins = _Bins([[] for _ in range(BINS)], [0] * BINS, [0] * BINS)  # the series' per-bin inputs, gathered here
+    bin_ttfts, bin_cached, bin_prompt = bins
+    rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
     record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
+    # Once per request: min() and max() as comparisons (no call), the same values.
     for s in served:
         r = s.request
         prompt = r.prompt_tokens
         cached = s.cached_tokens
-        have = cached + s.fetched_tokens  # fetched tokens are not recomputed
-        recomputed = max(0, min(prompt - have, s.held_elsewhere - have))
-        fetched += s.fetched_tokens
+        got = s.fetched_tokens
+        have = cached + got  # fetched tokens are not recomputed
+        missing, elsewhere = prompt - have, s.held_elsewhere - have
+        recomputed = missing if missing < elsewhere else elsewhere
+        if recomputed < 0:
+            recomputed = 0
+        recomputed_sum += recomputed
+        fetched += got
         fetch_s += s.fetch_s
-        queue_s = s.start_s - r.arrival_s
+        arrival = round(r.arrival_s, 6)
+        if arrival < duration:
+            offered_n += 1
+        start = s.start_s
+        queue_s = start - r.arrival_s
         prefill_s = s.prefill_s
-        records.append(record(RequestRecord, (  # the ms values as `ms()` rounds them, written out
-            round(r.arrival_s, 6), r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, round(queue_s * 1000.0, 3),
-            round(prefill_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3), None, None, None)))
-        end = s.start_s + prefill_s
+        prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+        if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
+            prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
+        if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
+            queue_ms, ttft_ms = 0.0, prefill_ms
+        else:
+            queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+        records.append(record(RequestRecord, (
+            arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
+            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None)))
+        k = int(arrival / bin_s)
+        if k > last:
+            k = last
+        bin_ttfts[k].append(ttft_ms)
+        bin_cached[k] += cached
+        bin_prompt[k] += prompt
+        end = start + prefill_s
         if end > makespan:
             makespan = end
 
-    horizon = max(scenario.duration_s, makespan)
-    offered = round(sum(1 for rec in records if rec.arrival_s < scenario.duration_s) / scenario.duration_s, 6)
-    recompute_s = sum(rec.recomputed_tokens for rec in records) / tokens_per_s
+    horizon = max(duration, makespan)
+    offered = round(offered_n / duration, 6)
+    recompute_s = recomputed_sum / tokens_per_s
     busy = [rep.busy_s for rep in replicas]
     return Result(
         scenario=scenario,
@@ -199,7 +235,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         prefill_gpu_s=round(sum(busy), 6),
         recompute_gpu_s=round(recompute_s, 6),
         router_overestimate=overestimate,
-        series=_series(records, served, len(replicas), backlog, bin_s, kv),
+        series=_series(bins, served, len(replicas), backlog, bin_s, kv),
         records=tuple(records),
         offered_rps=offered,
         configured_rps=offered,  # lab mode sends on the open-loop schedule
@@ -211,38 +247,46 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     )
 
 
-def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
+class _Bins(NamedTuple):
+    """Per bin of arrival time: its requests' TTFTs (ms), and their cached and prompt tokens."""
+
+    ttfts: list[list[float]]
+    cached: list[int]
+    prompt: list[int]
+
+
+def _series(bins: _Bins, served: list[Served], n_replicas: int,
             backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
-    by_bin: list[list[RequestRecord]] = [[] for _ in range(BINS)]
-    for rec in records:
-        by_bin[min(BINS - 1, int(rec.arrival_s / bin_s))].append(rec)
     hit: list[float | None] = []
     p50: list[float | None] = []
     p99: list[float | None] = []
-    for recs in by_bin:
-        if not recs:
+    for ttfts, cached, prompt in zip(*bins):
+        if not ttfts:
             hit.append(None)
             p50.append(None)
             p99.append(None)
             continue
-        ttfts = sorted(r.ttft_ms for r in recs)
-        hit.append(ratio(sum(r.cached_tokens for r in recs), sum(r.prompt_tokens for r in recs)))
+        ttfts.sort()
+        hit.append(ratio(cached, prompt))
         p50.append(percentile(ttfts, 50))
         p99.append(percentile(ttfts, 99))
 
     busy = [[0.0] * BINS for _ in range(n_replicas)]
-    for s in served:  # spread each prefill's busy time over the bins it covers
-        a, b = s.start_s, s.start_s + s.prefill_s
-        first = int(a / bin_s)
-        for k in range(first, min(BINS, int(b / bin_s) + 1)):
-            overlap = min(b, (k + 1) * bin_s) - max(a, k * bin_s)
+    for s in served:  # spread each prefill's busy time over the bins it covers (min and max as comparisons)
+        a = s.start_s
+        b = a + s.prefill_s
+        row = busy[s.replica]
+        stop = int(b / bin_s) + 1
+        for k in range(int(a / bin_s), stop if stop < BINS else BINS):
+            hi, lo = (k + 1) * bin_s, k * bin_s
+            overlap = (b if b < hi else hi) - (a if a > lo else lo)
             if overlap > 0:
-                busy[s.replica][k] += overlap
+                row[k] += overlap
 
     return Series(
         bin_s=round(bin_s, 6),
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
-        requests=tuple(len(recs) for recs in by_bin),
+        requests=tuple(len(ttfts) for ttfts in bins.ttfts),
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
         replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
@@ -250,7 +294,7 @@ def _series(records: list[RequestRecord], served: list[Served], n_replicas: int,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
         kv_pinned_tokens=tuple(tuple(row) for row in kv[0]),
         evicted_tokens=per_bin(kv[2]),
-        requests_configured=tuple(len(recs) for recs in by_bin),
+        requests_configured=tuple(len(ttfts) for ttfts in bins.ttfts),
         tpot_p99_ms=(None,) * BINS,
         stall_p99_ms=(None,) * BINS,
     )

@@ -196,16 +196,18 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
     """
     n = len(busy_s)
     requests, cached, prompt = [0] * n, [0] * n, [0] * n
-    for rec in records:
-        requests[rec.replica] += 1
-        cached[rec.replica] += rec.cached_tokens
-        prompt[rec.replica] += rec.prompt_tokens
-    ttfts = sorted(rec.ttft_ms for rec in records)
+    ttfts = []
     continuing = found = 0
-    for rec in records:
+    for rec in records:  # one pass (a run has thousands)
+        i, got, whole = rec.replica, rec.cached_tokens, rec.prompt_tokens
+        requests[i] += 1
+        cached[i] += got
+        prompt[i] += whole
+        ttfts.append(rec.ttft_ms)
         if rec.turn > 0 and rec.user_tokens >= 0:
             continuing += 1
-            found += rec.cached_tokens >= rec.prompt_tokens - rec.user_tokens
+            found += got >= whole - rec.user_tokens
+    ttfts.sort()
     return {
         "requests": len(records),
         "hit_rate": ratio(sum(cached), sum(prompt)),

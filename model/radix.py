@@ -70,6 +70,7 @@ class RadixTree:
         `_walk`'s descent without its touches and splits (routers peek many trees for every request): an
         edge whose keys all match is compared as one slice.
         """
+        keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
         node, i, matched, n = self.root, 0, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
@@ -77,7 +78,7 @@ class RadixTree:
                 return matched
             ck = child.keys
             m = len(ck)
-            if m > 1 and tuple(keys[i:i + m]) != ck:  # a partial match: count the keys that do
+            if m > 1 and keys[i:i + m] != ck:  # a partial match: count the keys that do
                 j, end = 1, min(m, n - i)
                 while j < end and ck[j] == keys[i + j]:
                     j += 1
@@ -86,13 +87,17 @@ class RadixTree:
             node, i = child, i + m
         return matched
 
-    def insert(self, keys: Sequence[Hashable], sizes: Sequence[int]) -> tuple[Node, int]:
+    def insert(self, keys: Sequence[Hashable], sizes: Sequence[int], start: Node | None = None,
+               at: int = 0) -> tuple[Node, int]:
         """Cache `keys`, evicting LRU leaves for room; returns (deepest node, tokens added).
 
         If even eviction cannot make room (the rest is locked or the capacity is
         small), only the prefix that fits is cached: capacity is never exceeded.
+        `start`, if given, is a node the caller holds locked that ends exactly at
+        `keys[:at]` (as `find` returned it): the walk goes on from there instead
+        of from the root, which changes nothing but the work.
         """
-        node, i, _ = self._walk(keys)
+        node, i, _ = self._walk(keys, start, at)
         return self._attach(node, keys, sizes, i)
 
     def _attach(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], i: int) -> tuple[Node, int]:
@@ -164,22 +169,25 @@ class RadixTree:
         return freed
 
     # -- internals --------------------------------------------------------
-    def _walk(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+    def _walk(self, keys: Sequence[Hashable], start: Node | None = None, at: int = 0) -> tuple[Node, int, int]:
         """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
 
         A partly matched edge is split, so the node ends exactly at the match. The one walk that changes
         the tree, shared by `find` and `insert` (`peek` walks the same way without changing anything).
+        From `start` (a node ending at `keys[:at]`; tokens are then counted from it), the walk is the one
+        from the root, less the descent to `start`.
         """
         self._clock += 1
         stamp = self._clock
-        node, i, matched, n = self.root, 0, 0, len(keys)
+        keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
+        node, i, matched, n = self.root if start is None else start, at, 0, len(keys)
         while i < n:
             child = node.children.get(keys[i])
             if child is None:
                 break
             ck = child.keys
             m = len(ck)
-            if m > 1 and tuple(keys[i:i + m]) != ck:  # not the whole edge: split it where it parts
+            if m > 1 and keys[i:i + m] != ck:  # not the whole edge: split it where it parts
                 j, end = 1, min(m, n - i)
                 while j < end and ck[j] == keys[i + j]:
                     j += 1

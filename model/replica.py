@@ -31,14 +31,15 @@ __all__ = ["Replica", "Served"]
 class Served:
     """What happened to one request on its replica (filled in as it goes)."""
 
-    __slots__ = ("request", "replica", "lock", "estimate_s", "start_s", "prefill_s", "cached_tokens", "held_elsewhere",
-                 "waited", "fetched_tokens", "fetch_s")
+    __slots__ = ("request", "replica", "lock", "lock_keys", "estimate_s", "start_s", "prefill_s", "cached_tokens",
+                 "held_elsewhere", "waited", "fetched_tokens", "fetch_s")
 
     def __init__(self, request: Request, replica: int, lock: Node | None, matched: int, estimate_s: float,
-                 waited: bool) -> None:
+                 waited: bool, lock_keys: int = 0) -> None:
         self.request = request
         self.replica = replica
         self.lock = lock  # node locked for this request, None with the cache off
+        self.lock_keys = lock_keys  # the lock ends at the prompt's first lock_keys keys (the insert starts there)
         self.estimate_s = estimate_s  # prefill time expected at routing
         self.start_s = 0.0
         self.prefill_s = 0.0
@@ -91,15 +92,15 @@ class Replica:
     def enqueue(self, request: Request) -> Served:
         """Accept a routed request: lock its cached prefix and queue it."""
         self.last_routed = request.id
-        lock, matched = None, 0
+        lock, at, matched = None, 0, 0
         if self.cache:
-            lock, _, matched = self.tree.find(request.keys)
+            lock, at, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        estimate = self.prefill_s(request.prompt_tokens - matched)
+        estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
         if self.fetcher is not None:
             tokens, seconds = self.fetcher(self, request, matched)
             estimate = self.prefill_s(request.prompt_tokens - matched - tokens) + seconds
-        served = Served(request, self.index, lock, matched, estimate, self.running is not None)
+        served = Served(request, self.index, lock, matched, estimate, self.running is not None, at)
         self.queue.append(served)
         self.queued_work_s += served.estimate_s
         return served
@@ -112,11 +113,11 @@ class Replica:
             self.queued_work_s = 0.0  # no float residue on an empty queue
         if self.cache and served.waited:  # the tree grew while it waited: match again, move the lock
             old = served.lock
-            served.lock, _, served.cached_tokens = self.tree.find(served.request.keys)
+            served.lock, served.lock_keys, served.cached_tokens = self.tree.find(served.request.keys)
             self.tree.lock(served.lock)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
-        served.prefill_s = self.prefill_s(served.request.prompt_tokens - served.cached_tokens)
+        served.prefill_s = self.overhead_s + (served.request.prompt_tokens - served.cached_tokens) / self.tokens_per_s
         if self.fetcher is not None:
             served.fetched_tokens, served.fetch_s = self.fetcher(self, served.request, served.cached_tokens)
             missing = served.request.prompt_tokens - served.cached_tokens - served.fetched_tokens
@@ -132,11 +133,11 @@ class Replica:
         assert served is not None, "finish() with nothing running"
         self.running = None
         if self.cache:
-            r = served.request
+            r, lock, at = served.request, served.lock, served.lock_keys  # the lock still ends where find left it
             if r.answer_key is None:  # a replayed trace: no later prompt could match a key made up for the answer
-                self.tree.insert(r.keys, r.sizes)
+                self.tree.insert(r.keys, r.sizes, lock, at)
             else:
-                self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,))
+                self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,), lock, at)
             self.tree.unlock(served.lock)  # type: ignore[arg-type]
             served.lock = None
         return served

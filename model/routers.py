@@ -82,6 +82,11 @@ class View:
             m = self._actual[i] = r.tree.peek(self.request.keys) if r.cache else 0
         return m
 
+    def learn(self, i: int, tokens: int) -> None:
+        """Take `tokens` as `actual(i)`: what replica `i`'s own walk of its tree for this prompt just found."""
+        if self._actual[i] is None:
+            self._actual[i] = tokens
+
     def matched(self, i: int) -> int:
         """Tokens of the request's prompt the router believes replica `i` holds."""
         if self.memory is None:
@@ -99,10 +104,8 @@ class View:
         if None in m:
             keys = self.request.keys
             first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
-            for r in self.replicas:
-                if m[r.index] is None:
-                    tree = r.tree
-                    m[r.index] = tree.peek(keys) if r.cache and first in tree.root.children else 0
+            m[:] = [(r.tree.peek(keys) if r.cache and first in r.tree.root.children else 0) if x is None else x
+                    for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
         return m  # type: ignore[return-value]
 
     def actuals(self) -> list[int]:

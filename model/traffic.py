@@ -31,7 +31,7 @@ from typing import NamedTuple
 from .config import Scenario, Traffic
 from .rng import stream
 
-__all__ = ["Request", "Session", "TooManyRequests", "generate", "sessions"]
+__all__ = ["Request", "Session", "TooManyRequests", "generate", "sessions", "traffic_key"]
 
 
 class TooManyRequests(Exception):
@@ -115,6 +115,15 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
         requests.append(make(Request, (rid, at, session, turn, prompt, keys, sizes, user, answer, answer_key,
                                        prompt_tokens, cacheable, affinity)))
     return requests
+
+
+def traffic_key(scenario: Scenario) -> tuple:
+    """Everything of `scenario` that `generate` and `sessions` read, hashable: equal keys, equal traffic.
+
+    The fleet, the router and the explainers' keys play no part, so a caller may keep one scenario's
+    requests (they are tuples) for another with the same key.
+    """
+    return (scenario.seed, scenario.duration_s, scenario.dynamic_text, scenario.traffic, scenario.events)
 
 
 class Session(NamedTuple):

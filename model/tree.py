@@ -95,9 +95,11 @@ def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | Non
     return _stepped(run, scenario, at_s, recent_s)
 
 
-def simulate_with_trees(scenario: Scenario, limit: int | None = None) -> tuple[Result, tuple[TreeSnapshot, ...]]:
-    """`simulate(scenario, limit=limit)` and `tree_at(scenario)` from one run instead of two: equal to both."""
-    run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, None, limit)
+def simulate_with_trees(scenario: Scenario, limit: int | None = None, requests: Iterable[Request] | None = None
+                        ) -> tuple[Result, tuple[TreeSnapshot, ...]]:
+    """`simulate(scenario, requests, limit)` and `tree_at(scenario, requests=requests, limit=limit)` from one run
+    instead of two: equal to both."""
+    run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, requests, limit)
     trees = _stepped(run, scenario, None, None)
     return run.finish(), trees  # every event has run: finish() only measures
 

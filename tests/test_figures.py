@@ -104,7 +104,7 @@ def request(hash_: str = "", **extra) -> dict:
 def test_moving_an_article_slider_reuses_the_fleets_run_and_a_fleet_control_runs_it(monkeypatch):
     view._RUNS.clear()
     runs = []
-    monkeypatch.setattr(view, "simulate_with_trees", lambda s, limit=None: runs.append(s) or simulate_with_trees(s, limit=limit))
+    monkeypatch.setattr(view, "simulate_with_trees", lambda s, limit=None, requests=None: runs.append(s) or simulate_with_trees(s, limit=limit, requests=requests))
     first = view.handle(request())
     assert len(runs) == 1
     moved = view.handle(request(first["hash"], controls={"ctl:crossover.queued": 5}))
@@ -232,7 +232,7 @@ def test_the_roofline_figure_is_the_models_and_moves_with_the_gpu_without_rerunn
     assert data("roofline", a100)["src:roofline_ridge"]["data"]["x"][0] == pytest.approx(153, abs=1)
     view._RUNS.clear()
     runs = []
-    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None: runs.append(sc) or simulate_with_trees(sc, limit=limit))
+    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request())
     moved = view.handle(request(first["hash"], controls={"ctl:roofline.batch": 64}))
     bokeh = moved["patches"]["bokeh"]
@@ -256,7 +256,7 @@ def test_the_join_figure_is_the_models_stall_demo_and_its_token_budget_never_rer
     assert max(data("join", smaller)["src:join_chunked"]["data"]["gap"]) < max(drawn["src:join_chunked"]["data"]["gap"])
     view._RUNS.clear()
     runs = []
-    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None: runs.append(sc) or simulate_with_trees(sc, limit=limit))
+    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request())
     moved = view.handle(request(first["hash"], controls={"ctl:fleet.token_budget": 512}))
     assert len(runs) == 1, "the token budget re-ran a lab-mode fleet, which never reads it"
@@ -308,7 +308,7 @@ def test_the_queue_figure_runs_both_orders_and_says_when_nothing_waited():
 def test_the_figures_that_rerun_the_fleet_wait_for_a_slider_to_settle(monkeypatch):
     view._RUNS.clear()
     runs = []
-    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None: runs.append(sc) or simulate_with_trees(sc, limit=limit))
+    monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request("fleet.decode=true"))
     assert len(runs) == 3  # the page's run, then the split and longest prefix first (co-located and fcfs are it)
     live = view.handle(request(first["hash"], controls={"ctl:fleet.replicas": 5}, live=True))
