@@ -16,7 +16,9 @@ else). Each function returns new values; `lab.view.patches` places them.
   asks what the router saw; `explain_html(seen)`: that decision.
 """
 
+import heapq
 import html
+import itertools
 from typing import Any
 
 from model import ROUTERS, Result, Scenario
@@ -91,7 +93,7 @@ def replicas_html(result: Result) -> str:
 
 def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
     """Rows of the slowest requests (id, arrival, replica, cached share, TTFT), each with an explain button."""
-    slow = sorted(range(len(result.records)), key=lambda i: (-result.records[i].ttft_ms, i))[:n]
+    slow = [i for _, i in heapq.nsmallest(n, zip([-r.ttft_ms for r in result.records], itertools.count()))]
     rows = []
     for i in slow:
         r = result.records[i]
