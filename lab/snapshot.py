@@ -13,6 +13,15 @@ Before saving, the script zeroes the heap's free chunks (what the imports
 freed but left in place), which takes the gzipped snapshot from 6.3 MB to
 5.7 MB; build.json records how many bytes (`zeroed`).
 
+About half of the 30 MiB heap is then pages of zeros, which cost the browser
+as much to inflate and copy as any other page. The site ships the snapshot
+in a page-map form (`pack`): a short header, one bit per 4 KiB page of
+Pyodide's snapshot, and only the pages that are not all zeros, in order.
+The worker lays those pages into the restored heap itself and zeroes the
+rest. build.json records both sizes (`bytes`, Pyodide's snapshot; `file`,
+what is served). `unpack` is the exact inverse, the reference the worker's
+reader follows.
+
 Pyodide's snapshot API is experimental (pinned Pyodide 314.0.7): its heap is
 fixed at 30 MiB, and a snapshot bigger than that does not restore, so a
 bigger one is not shipped. Build time only (CPython); cached by the digest
@@ -23,28 +32,70 @@ import gzip
 import hashlib
 import json
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
 from .stdlib import cache_dir
 
-__all__ = ["HEAP_BYTES", "REST_ZIP", "SCRIPT", "SnapshotError", "write_snapshot"]
+__all__ = ["HEAP_BYTES", "MAGIC", "PAGE", "REST_ZIP", "SCRIPT", "SnapshotError", "pack", "unpack", "write_snapshot"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "snapshot.mjs"
 REST_ZIP = "python_stdlib_rest.zip"  # in the Pyodide folder, beside python_stdlib.zip
 HEAP_BYTES = 30 * 2**20  # Pyodide's fixed heap; the snapshot adds a header of a few hundred bytes
 TIMEOUT_S = 300
+# The page-map form: MAGIC, then the snapshot's length and the page size (two little-endian uint32), then
+# one bit per page (page i is bit i % 8 of byte i // 8; set: stored), then the stored pages in order (the
+# last page of the snapshot may be short). static/worker.js reads the same layout.
+MAGIC = b"PLSNAPv1"
+PAGE = 4096
 
 
 class SnapshotError(RuntimeError):
     """No snapshot can be made; the message says why (the site then boots Pyodide normally)."""
 
 
+def pack(snapshot: bytes) -> bytes:
+    """The page-map form of `snapshot`: its pages that are not all zeros and a map of which those are."""
+    pages = -(-len(snapshot) // PAGE)
+    bitmap = bytearray(-(-pages // 8))
+    stored = []
+    zeros = bytes(PAGE)
+    for i in range(pages):
+        page = snapshot[i * PAGE:(i + 1) * PAGE]
+        if page != zeros[:len(page)]:
+            bitmap[i // 8] |= 1 << (i % 8)
+            stored.append(page)
+    return b"".join([MAGIC, struct.pack("<II", len(snapshot), PAGE), bytes(bitmap), *stored])
+
+
+def unpack(data: bytes) -> bytes:
+    """Pyodide's snapshot from its page-map form; ValueError if `data` is not in that form."""
+    head = len(MAGIC) + 8
+    if len(data) < head or not data.startswith(MAGIC):
+        raise ValueError("not a snapshot in page-map form")
+    length, page = struct.unpack_from("<II", data, len(MAGIC))
+    if page == 0:
+        raise ValueError("a page size of 0")
+    pages = -(-length // page)
+    bitmap = data[head:head + -(-pages // 8)]
+    out = bytearray(length)
+    at = head + len(bitmap)
+    for i in range(pages):
+        if bitmap[i // 8] >> (i % 8) & 1:
+            size = min(page, length - i * page)
+            out[i * page:i * page + size] = data[at:at + size]
+            at += size
+    if at != len(data) or len(bitmap) * 8 < pages:
+        raise ValueError(f"the page map accounts for {at:,} bytes of {len(data):,}")
+    return bytes(out)
+
+
 def write_snapshot(pyodide: Path, wheel: Path, target: Path) -> dict:
-    """Write the snapshot to `target` (and its gzip twin) and REST_ZIP into `pyodide`; return
-    {"bytes": n, "rest_modules": n}."""
+    """Write the snapshot in page-map form to `target` (and its gzip twin) and REST_ZIP into `pyodide`; return
+    {"bytes": n, "file": n, "rest_modules": n, "zeroed": n} (`bytes`: Pyodide's snapshot; `file`: `target`)."""
     digest = hashlib.sha256(wheel.name.encode())
-    for path in (wheel, SCRIPT, *sorted(p for p in pyodide.iterdir() if p.is_file() and p.name != REST_ZIP)):
+    for path in (wheel, SCRIPT, Path(__file__), *sorted(p for p in pyodide.iterdir() if p.is_file() and p.name != REST_ZIP)):
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     key = digest.hexdigest()[:24]
     cached = {name: cache_dir() / f"snapshot-{key}.{name}" for name in ("bin", "bin.gz", "zip", "json")}
@@ -75,7 +126,10 @@ def write_snapshot(pyodide: Path, wheel: Path, target: Path) -> dict:
         (pyodide / REST_ZIP).unlink(missing_ok=True)
         raise SnapshotError(f"the snapshot is {summary['bytes']:,} bytes, over Pyodide's fixed heap of "
                             f"{HEAP_BYTES:,}, and would not restore")
-    twin.write_bytes(gzip.compress(target.read_bytes(), compresslevel=9, mtime=0))
+    packed = pack(target.read_bytes())
+    target.write_bytes(packed)
+    summary["file"] = len(packed)
+    twin.write_bytes(gzip.compress(packed, compresslevel=9, mtime=0))
     try:
         cached["bin"].parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, cached["bin"])

@@ -60,10 +60,11 @@ try {
   pyodide.globals.set("stamp", stamp);
   // The page's first request is answered here and only the answer kept (lab.view.keep_first_answer): the
   // run behind it, its trees and drawings would make the snapshot bigger. The files unpacked here are gone after a
-  // restore; the worker unpacks the wheel again for anything the view imports later.
+  // restore; the worker makes the wheel importable again as a zip (lab.wheelzip) for anything imported later.
   summary = pyodide.runPython(String.raw`
 import gc, io, json, sys, zipfile
 import lab.view
+import lab.wheelzip  # the worker reads the wheel as a zip with it after a restore
 
 lab.view.keep_first_answer(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
 

@@ -2,20 +2,22 @@
 
 Both ways must reach `ready` with the same numbers as `prefix-lab run`, request nothing from another
 origin (the guarded context aborts and reports any such request, page error or 404), and the normal
-boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made, a
-bigger heap included: the worker checks the size before restoring and the sha256 beside the restore,
-before the interpreter is used) or made for another wheel than the page loads. A snapshot over
-Pyodide's fixed heap is refused by the build (test_snapshot.py); Playwright cannot serve a 30 MB body
-from a route, so that one is not served here. The worker says which way it went in
-`self.prefixLabBoot`.
+boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made: the
+worker checks the size and the page map before restoring and the sha256 beside the restore, before
+the interpreter is used), holds a bigger heap than the build said (checked before Pyodide sees a
+byte), or was made for another wheel than the page loads. A snapshot over Pyodide's fixed heap is
+refused by the build (test_snapshot.py). The worker says which way it went in `self.prefixLabBoot`.
 """
 
 import json
 import re
+import struct
 
 import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
+
+from lab import snapshot as snapshots
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +25,7 @@ SETUP = "fleet.replicas=8&router.kind=cache_aware"
 
 
 def booted(page):
-    """`self.prefixLabBoot` of the page's worker: {route, fallback, restoreMs}."""
+    """`self.prefixLabBoot` of the page's worker: {route, fallback, wheel, restoreMs, ...}."""
     page.wait_for_function(READY, timeout=90_000)
     return page.workers[0].evaluate("self.prefixLabBoot")
 
@@ -43,13 +45,19 @@ def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
     assert built["stdlib"]["kind"] == "pyc" and 100 < built["stdlib"]["modules"] < 300
     worker = (server["site"] / built["assets"]["worker.js"]).read_text()
     assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
-    assert (server["site"] / built["assets"]["snapshot"]).stat().st_size <= 30 * 2**20 + 4096
+    shipped = (server["site"] / built["assets"]["snapshot"]).read_bytes()
+    assert f"const SNAPSHOT_BYTES = {len(shipped)};" in worker and built["snapshot"]["file"] == len(shipped)
+    image = snapshots.unpack(shipped)  # in page-map form, without the pages of zeros: about half the heap
+    assert f"const SNAPSHOT_IMAGE_BYTES = {len(image)};" in worker and built["snapshot"]["bytes"] == len(image)
+    assert len(image) <= 30 * 2**20 + 4096 and len(shipped) < 0.7 * len(image)
+    assert struct.unpack_from("<I", image)[0] == 1886286592  # Pyodide's own snapshot header
 
 
 def test_a_snapshot_boot_reaches_ready_with_the_clis_numbers(page, server):
     page.goto(server["url"])
     boot = booted(page)
     assert boot["route"] == "snapshot" and boot["fallback"] is None, boot
+    assert boot["wheel"] == "zip" and boot["runtimeMs"] > 0 and boot["heapMs"] >= 0, boot
     same_numbers_as_the_cli(page)
 
 
@@ -72,23 +80,51 @@ def _cut_snapshot(page, server):
 DAMAGED = "damaged-snapshot.bin"  # removed after the test
 
 
-def _same_size_other_bytes(page, server):
-    """The snapshot's size with some of its bytes changed (in the heap's zeroed tail, so the restore itself may
-    well succeed): only the sha256, computed beside the restore, tells; a copy in the site, served by the real
-    server (a route cannot give a 30 MB body)."""
-    snapshot = asset(server["site"], "snapshot")
-    data = bytearray((server["site"] / snapshot).read_bytes())
+def _served_instead(change):
+    """The snapshot's bytes as `change` leaves them (the same size), from a copy in the site served by the real
+    server (a route cannot give a body of many MB)."""
+    def spoil(page, server):
+        snapshot = asset(server["site"], "snapshot")
+        data = bytearray((server["site"] / snapshot).read_bytes())
+        change(data)
+        (server["site"] / DAMAGED).write_bytes(bytes(data))
+        page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
+    return spoil
+
+
+def _other_bytes(data):
+    """Bytes of the heap's stored pages changed (near the end, so the restore itself may well succeed): only
+    the sha256, computed beside the restore, tells."""
     for offset in range(len(data) - 2**20, len(data), 4096):
         data[offset] ^= 0x5A
-    (server["site"] / DAMAGED).write_bytes(bytes(data))
-    page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
+
+
+def _map_off_by_a_page(data):
+    """The first page of zeros marked as stored: the map no longer accounts for the file's bytes."""
+    length, size = struct.unpack_from("<II", data, len(snapshots.MAGIC))
+    start = len(snapshots.MAGIC) + 8
+    bitmap = data[start:start + -(-length // size // 8)]
+    first = next(i for i in range(len(bitmap) * 8) if not bitmap[i // 8] >> (i % 8) & 1)
+    data[start + first // 8] |= 1 << (first % 8)
+
+
+def _bigger_heap(data):
+    """A file that says it holds a snapshot bigger than the one the build sized the worker's heap for."""
+    struct.pack_into("<I", data, len(snapshots.MAGIC), snapshots.HEAP_BYTES + 65_536)
+
+
+def _not_a_page_map(data):
+    data[:len(snapshots.MAGIC)] = b"\x00" * len(snapshots.MAGIC)
 
 
 FAILURES = {
     "missing": (lambda page, server: page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort()),
                 "fetch"),
     "damaged": (_cut_snapshot, "damaged"),
-    "the right size, other bytes": (_same_size_other_bytes, "sha256"),
+    "the right size, other bytes": (_served_instead(_other_bytes), "sha256"),
+    "a page map that does not match the file": (_served_instead(_map_off_by_a_page), "page map accounts for"),
+    "a heap bigger than the build said": (_served_instead(_bigger_heap), "holds a snapshot of 31522816 bytes"),
+    "not in page-map form": (_served_instead(_not_a_page_map), "not in page-map form"),
     "made for another wheel": (_stale_page, "made for prefix_lab-"),
 }
 
@@ -102,7 +138,7 @@ def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_sam
         boot = booted(page)
     finally:
         (server["site"] / DAMAGED).unlink(missing_ok=True)
-    assert boot["route"] == "normal" and boot["fallback"], boot
+    assert boot["route"] == "normal" and boot["fallback"] and boot["wheel"] == "unpacked", boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)
 
