@@ -79,46 +79,60 @@ function failure(err, phase) {
   return { type: "error", phase, message, detail };
 }
 
-// The snapshot's bytes and their page runs (pageRuns), once fetched and found the right size and form;
+// The snapshot's bytes, their page runs and checksum (pageRuns), once fetched and found the right size and form;
 // rejects with why they cannot be used.
 async function fetchSnapshot(response, t0) {
   const bytes = new Uint8Array(await response.arrayBuffer());
   self.prefixLabBoot.fetchMs = performance.now() - t0;
   if (bytes.length !== SNAPSHOT_BYTES) throw new Error(`the snapshot is damaged (${bytes.length} bytes, not ${SNAPSHOT_BYTES})`);
-  return { bytes, runs: pageRuns(bytes) };
+  return { bytes, ...pageRuns(bytes) };
 }
 
-// The snapshot as the build ships it (lab/snapshot.py's pack): MAGIC, the length of Pyodide's snapshot and
-// the page size (uint32, little-endian), one bit per page (set: the page is stored; clear: all zeros),
-// then the stored pages in order. Returns the runs of pages, [{start, end, from}]: the bytes start..end of
-// Pyodide's snapshot are at `from` in the file, or zeros when `from` is -1. Throws unless the map accounts
-// for every byte of the file and the snapshot it describes has the size the build wrote here: Pyodide
-// sizes its heap from that, and a heap over its fixed 30 MiB fails in ways a normal boot in the same worker
-// may not survive, so nothing reaches Pyodide before this is checked.
-const MAGIC = "PLSNAPv1";
-const HEAD = MAGIC.length + 8;
+// The snapshot as the build ships it (lab/snapshot.py's pack): MAGIC; the length of Pyodide's snapshot, the
+// page size and a checksum of the pages the runtime holds (uint32, little-endian); a map of the pages stored
+// in the file, then a map of the pages the runtime's memory holds already (a bit per page each; a page in
+// neither is all zeros); then the stored pages in order. Returns {runs, sum}: runs of pages, [{start, end,
+// from}], where the bytes start..end of Pyodide's snapshot are at `from` in the file, or are zeros (ZEROS),
+// or are in the runtime's memory already (HELD). Throws unless the maps account for every byte of the file
+// and the snapshot they describe has the size the build wrote here: Pyodide sizes its heap from that, and a
+// heap over its fixed 30 MiB fails in ways a normal boot in the same worker may not survive, so nothing
+// reaches Pyodide before this is checked.
+const MAGIC = "PLSNAPv2";
+const HEAD = MAGIC.length + 12;
+const ZEROS = -1, HELD = -2;
 function pageRuns(bytes) {
   const damaged = (why) => new Error(`the snapshot is damaged (${why})`);
   if (String.fromCharCode(...bytes.subarray(0, MAGIC.length)) !== MAGIC) throw damaged("not in page-map form");
-  const fields = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 8);
-  const length = fields.getUint32(0, true), page = fields.getUint32(4, true);
+  const fields = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 12);
+  const length = fields.getUint32(0, true), page = fields.getUint32(4, true), sum = fields.getUint32(8, true);
   if (length !== SNAPSHOT_IMAGE_BYTES) throw damaged(`it holds a snapshot of ${length} bytes, not ${SNAPSHOT_IMAGE_BYTES}`);
   if (page < 64 || page % 16) throw damaged(`a page of ${page} bytes`);
-  const pages = Math.ceil(length / page);
-  const map = bytes.subarray(HEAD, HEAD + Math.ceil(pages / 8));
+  const pages = Math.ceil(length / page), size = Math.ceil(pages / 8);
+  const stored = bytes.subarray(HEAD, HEAD + size), held = bytes.subarray(HEAD + size, HEAD + 2 * size);
   const runs = [];
-  let from = HEAD + map.length;
+  let from = HEAD + 2 * size;
   for (let i = 0; i < pages; i++) {
-    const stored = (map[i >> 3] >> (i & 7)) & 1;
     const start = i * page, end = Math.min(start + page, length);
+    const kind = (stored[i >> 3] >> (i & 7)) & 1 ? from : (held[i >> 3] >> (i & 7)) & 1 ? HELD : ZEROS;
     const last = runs[runs.length - 1];
-    if (last && (last.from >= 0) === Boolean(stored)) last.end = end;
-    else runs.push({ start, end, from: stored ? from : -1 });
-    if (stored) from += end - start;
+    if (last && (last.from >= 0 ? kind >= 0 : last.from === kind)) last.end = end;
+    else runs.push({ start, end, from: kind });
+    if (kind >= 0) from += end - start;
   }
-  if (from !== bytes.length) throw damaged(`its page map accounts for ${from} of its ${bytes.length} bytes`);
+  if (from !== bytes.length) throw damaged(`its page maps account for ${from} of its ${bytes.length} bytes`);
   if (runs[0].from < 0) throw damaged("its first page, Pyodide's header, is missing");
-  return runs;
+  return { runs, sum };
+}
+
+// lab/snapshot.py's runtime_sum: FNV-1a over the 32-bit words of the pages the runtime holds, in order.
+function runtimeSum(heap, runs, head) {
+  let h = 2166136261;
+  for (const { start, end, from } of runs) {
+    if (from !== HELD) continue;
+    const words = new Uint32Array(heap.buffer, heap.byteOffset + start - head, (end - start) / 4);
+    for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 16777619);
+  }
+  return h >>> 0;
 }
 
 // Resolves if the bytes are the ones the build made: the snapshot's name holds the start of their sha256
@@ -136,7 +150,8 @@ async function checkSnapshot(bytes) {
 // (compile the wasm, run the runtime's setup, install the standard library) only once they are all in.
 // It is handed an empty stand-in of the right size instead, and the runtime starts while the snapshot
 // downloads; when Pyodide comes to restore the heap, the real bytes are laid in (layIn).
-async function startRuntime(createModule, settings, snapshot, t0) {
+async function startRuntime(settings, snapshot, t0) {
+  const { default: createModule } = await runtimeScript;
   const module = await createModule(settings);
   self.prefixLabBoot.runtimeMs = performance.now() - t0;
   const pages = await snapshot;
@@ -147,18 +162,20 @@ async function startRuntime(createModule, settings, snapshot, t0) {
 
 // Pyodide's own restore checks the snapshot's header (its magic number and the build id of the runtime it
 // was made by), reads the state of Pyodide's JavaScript side from it and copies the heap that follows: it
-// is given the header alone, and the heap is then written run by run, stored pages copied, the rest zeroed.
-function layIn(module, restoreHeader, { bytes, runs }) {
+// is given the header alone, and the heap is then written run by run, stored pages copied, zero pages
+// zeroed; the pages the runtime holds already are left as they are, once their checksum agrees.
+function layIn(module, restoreHeader, { bytes, runs, sum }) {
   const t0 = performance.now();
   const first = runs[0];
   const head = new DataView(bytes.buffer, bytes.byteOffset + first.from).getUint32(4, true);  // where the heap starts
-  if (head > first.end) throw new Error(`the snapshot is damaged (a header of ${head} bytes)`);
-  const state = restoreHeader(bytes.slice(first.from, first.from + head));
+  if (head > first.end || head % 16) throw new Error(`the snapshot is damaged (a header of ${head} bytes)`);
   const heap = module.HEAPU8;
+  if (runtimeSum(heap, runs, head) !== sum) throw new Error("the runtime's memory is not the one the snapshot was made against");
+  const state = restoreHeader(bytes.slice(first.from, first.from + head));
   for (const { start, end, from } of runs) {
     const skip = Math.max(head - start, 0);  // the header's bytes in this run: not the heap's
-    if (skip >= end - start) continue;
-    if (from < 0) heap.fill(0, start + skip - head, end - head);
+    if (skip >= end - start || from === HELD) continue;
+    if (from === ZEROS) heap.fill(0, start + skip - head, end - head);
     else heap.set(bytes.subarray(from + skip, from + end - start), start + skip - head);
   }
   self.prefixLabBoot.heapMs = performance.now() - t0;
@@ -173,10 +190,11 @@ async function restore(indexURL, wheelUrl) {
   // would fetch again.
   const response = await snapshotResponse;
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
-  const [{ loadPyodide }, { default: createModule }] = await Promise.all([pyodideScript, runtimeScript]);
-  const snapshot = fetchSnapshot(response, t0);
+  const snapshot = fetchSnapshot(response, t0);  // read at once: an unread body stalls its download
+  snapshot.catch(() => {});  // awaited in startRuntime and below
   const checked = snapshot.then(({ bytes }) => checkSnapshot(bytes));
   checked.catch(() => {});  // awaited below
+  const { loadPyodide } = await pyodideScript;
   const pyodide = await new Promise((resolve, reject) => {
     restoring = (reason) => checked.then(() => reject({ wasm: reason }), reject);  // the wasm's fault: see boot()
     checked.catch(reject);
@@ -185,7 +203,7 @@ async function restore(indexURL, wheelUrl) {
     loadPyodide({
       indexURL, stdLibURL: indexURL + REST_ZIP,
       _loadSnapshot: new Uint8Array(SNAPSHOT_IMAGE_BYTES),  // the stand-in (startRuntime): zeros, never read
-      createPyodideModule: (settings) => startRuntime(createModule, settings, snapshot, t0),
+      createPyodideModule: (settings) => startRuntime(settings, snapshot, t0),
     }).then(resolve, (err) => checked.then(() => reject(err), reject));  // damaged bytes explain any failure
   }).finally(() => { restoring = null; });
   const restored = performance.now();

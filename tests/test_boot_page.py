@@ -9,6 +9,7 @@ byte), or was made for another wheel than the page loads. A snapshot over Pyodid
 refused by the build (test_snapshot.py). The worker says which way it went in `self.prefixLabBoot`.
 """
 
+import hashlib
 import json
 import re
 import struct
@@ -47,10 +48,12 @@ def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
     assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
     shipped = (server["site"] / built["assets"]["snapshot"]).read_bytes()
     assert f"const SNAPSHOT_BYTES = {len(shipped)};" in worker and built["snapshot"]["file"] == len(shipped)
-    image = snapshots.unpack(shipped)  # in page-map form, without the pages of zeros: about half the heap
-    assert f"const SNAPSHOT_IMAGE_BYTES = {len(image)};" in worker and built["snapshot"]["bytes"] == len(image)
-    assert len(image) <= 30 * 2**20 + 4096 and len(shipped) < 0.7 * len(image)
-    assert struct.unpack_from("<I", image)[0] == 1886286592  # Pyodide's own snapshot header
+    # in page-map form, without the pages of zeros (about half the heap) nor those the runtime holds already
+    length, _, _ = struct.unpack_from("<III", shipped, len(snapshots.MAGIC))
+    assert f"const SNAPSHOT_IMAGE_BYTES = {length};" in worker and built["snapshot"]["bytes"] == length
+    assert length <= 30 * 2**20 + 4096 and len(shipped) < 0.5 * length
+    first_page = shipped[len(snapshots.MAGIC) + 12 + 2 * -(-length // 4096 // 8):]
+    assert first_page[:4] == struct.pack("<I", 1886286592)  # Pyodide's own header: its magic number
 
 
 def test_a_snapshot_boot_reaches_ready_with_the_clis_numbers(page, server):
@@ -92,6 +95,22 @@ def _served_instead(change):
     return spoil
 
 
+def _named_for_its_bytes(change):
+    """The snapshot's bytes as `change` leaves them, under a name that holds their own sha256 and that the worker
+    is rewritten to fetch: the sha256 agrees, so whatever else is wrong has to be found by the worker."""
+    def spoil(page, server):
+        snapshot = asset(server["site"], "snapshot")
+        data = bytearray((server["site"] / snapshot).read_bytes())
+        change(data)
+        renamed = f"{DAMAGED.split('.')[0]}.{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        (server["site"] / renamed).write_bytes(bytes(data))
+        worker = asset(server["site"], "worker.js")
+        page.route("**/" + worker, lambda r: r.fulfill(response=r.fetch(), body=r.fetch().text().replace(
+            f'const SNAPSHOT = "./{snapshot}";', f'const SNAPSHOT = "./{renamed}";')))
+        return renamed
+    return spoil
+
+
 def _other_bytes(data):
     """Bytes of the heap's stored pages changed (near the end, so the restore itself may well succeed): only
     the sha256, computed beside the restore, tells."""
@@ -100,12 +119,19 @@ def _other_bytes(data):
 
 
 def _map_off_by_a_page(data):
-    """The first page of zeros marked as stored: the map no longer accounts for the file's bytes."""
-    length, size = struct.unpack_from("<II", data, len(snapshots.MAGIC))
-    start = len(snapshots.MAGIC) + 8
-    bitmap = data[start:start + -(-length // size // 8)]
-    first = next(i for i in range(len(bitmap) * 8) if not bitmap[i // 8] >> (i % 8) & 1)
-    data[start + first // 8] |= 1 << (first % 8)
+    """A page of zeros marked as stored: the maps no longer account for the file's bytes."""
+    length, size, _ = struct.unpack_from("<III", data, len(snapshots.MAGIC))
+    start = len(snapshots.MAGIC) + 12
+    maps = -(-length // size // 8)
+    stored, held = data[start:start + maps], data[start + maps:start + 2 * maps]
+    zero = next(i for i in range(maps * 8) if not (stored[i // 8] | held[i // 8]) >> (i % 8) & 1)
+    data[start + zero // 8] |= 1 << (zero % 8)
+
+
+def _other_runtime(data):
+    """A checksum of the pages the runtime holds that the runtime's memory will not give."""
+    at = len(snapshots.MAGIC) + 8
+    struct.pack_into("<I", data, at, struct.unpack_from("<I", data, at)[0] ^ 1)
 
 
 def _bigger_heap(data):
@@ -122,7 +148,8 @@ FAILURES = {
                 "fetch"),
     "damaged": (_cut_snapshot, "damaged"),
     "the right size, other bytes": (_served_instead(_other_bytes), "sha256"),
-    "a page map that does not match the file": (_served_instead(_map_off_by_a_page), "page map accounts for"),
+    "a page map that does not match the file": (_served_instead(_map_off_by_a_page), "page maps account for"),
+    "pages the runtime does not hold": (_named_for_its_bytes(_other_runtime), "runtime's memory is not the one"),
     "a heap bigger than the build said": (_served_instead(_bigger_heap), "holds a snapshot of 31522816 bytes"),
     "not in page-map form": (_served_instead(_not_a_page_map), "not in page-map form"),
     "made for another wheel": (_stale_page, "made for prefix_lab-"),
@@ -132,12 +159,14 @@ FAILURES = {
 @pytest.mark.parametrize("failure", list(FAILURES))
 def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_same_numbers(page, server, failure):
     spoil, reason = FAILURES[failure]
-    spoil(page, server)
+    renamed = spoil(page, server)  # the name of a copy written into the site, if the spoiling wrote one under its own
     try:
         page.goto(server["url"])
         boot = booted(page)
     finally:
         (server["site"] / DAMAGED).unlink(missing_ok=True)
+        if isinstance(renamed, str):
+            (server["site"] / renamed).unlink(missing_ok=True)
     assert boot["route"] == "normal" and boot["fallback"] and boot["wheel"] == "unpacked", boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)

@@ -17,6 +17,7 @@ FAKE = """
 import { writeFileSync } from "node:fs";
 const [, , , , out, rest] = process.argv.slice(1);
 writeFileSync(out, Buffer.alloc(%d));
+writeFileSync(out + ".runtime", "");
 writeFileSync(rest, "");
 process.stdout.write(JSON.stringify({ bytes: %d, rest_modules: 0 }) + "\\n");
 """
@@ -56,32 +57,57 @@ def test_a_snapshot_within_the_heap_is_written_in_page_map_form_with_its_gzip_tw
     pyodide, wheel = folder
     fake_script(tmp_path, monkeypatch, 10_000)  # three pages of zeros, the last one short
     target = tmp_path / "snapshot.bin"
-    packed = snapshot.MAGIC + struct.pack("<II", 10_000, 4096) + b"\x00"  # no page stored
+    packed = snapshot.MAGIC + struct.pack("<III", 10_000, 4096, 2166136261) + b"\x00\x00"  # no page stored or held
     assert snapshot.write_snapshot(pyodide, wheel, target) == {"bytes": 10_000, "rest_modules": 0, "file": len(packed)}
     assert target.read_bytes() == packed and (tmp_path / "snapshot.bin.gz").is_file()
+    assert not (tmp_path / "snapshot.bin.runtime").exists()
     target.unlink()
     monkeypatch.setattr(snapshot.shutil, "which", lambda name: None)  # no Node now: only the cache can answer
     assert snapshot.write_snapshot(pyodide, wheel, target)["bytes"] == 10_000 and target.read_bytes() == packed
 
 
-def test_the_page_map_form_stores_only_pages_that_are_not_all_zeros_and_unpacks_to_the_same_bytes():
-    page = snapshot.PAGE
-    image = b"head" + bytes(page - 4) + bytes(page) + bytes(page) + b"\x01" * page + bytes(100) + b"tail"
-    packed = snapshot.pack(image)
-    # pages 0 and 3 stored (bits 0 and 3), pages 1 and 2 not, the short page 4 stored as it is
-    assert packed[:17] == snapshot.MAGIC + struct.pack("<II", len(image), page) + bytes([0b11001])
-    assert packed[17:] == image[:page] + image[3 * page:]
-    assert snapshot.unpack(packed) == image
-    assert snapshot.unpack(snapshot.pack(bytes(5 * page))) == bytes(5 * page)
+PAGE = snapshot.PAGE
+HEAD = 16  # a Pyodide header of 16 bytes: the heap starts there
+
+
+def image_of(*pages: bytes) -> bytes:
+    """A snapshot of these pages whose second uint32 (Pyodide's header length) is HEAD."""
+    data = b"".join(pages)
+    return data[:4] + struct.pack("<I", HEAD) + data[8:]
+
+
+def test_the_page_map_form_stores_only_pages_neither_zeros_nor_held_by_the_runtime_and_unpacks_to_the_same_bytes():
+    image = image_of(b"h" * PAGE, bytes(PAGE), b"s" * PAGE, b"r" * PAGE, b"t" * 100)
+    runtime = bytearray(len(image))  # the runtime's memory before a restore: heap offsets, HEAD bytes behind
+    runtime[3 * PAGE - HEAD:4 * PAGE - HEAD] = b"r" * PAGE  # holds page 3 already
+    runtime[2 * PAGE - HEAD:3 * PAGE - HEAD] = b"x" * PAGE  # not page 2
+    other = bytearray(runtime)
+    other[3 * PAGE - HEAD] = ord("?")  # a second capture that differs: page 3 is not held
+    packed = snapshot.pack(image, (bytes(runtime),))
+    fields = struct.pack("<III", len(image), PAGE, snapshot.runtime_sum([b"r" * PAGE]))
+    # pages 0, 2 and the short page 4 stored (bits 0, 2, 4); page 3 held (bit 3); page 1 is zeros
+    assert packed[:22] == snapshot.MAGIC + fields + bytes([0b10101, 0b01000])
+    assert packed[22:] == image[:PAGE] + image[2 * PAGE:3 * PAGE] + image[4 * PAGE:]
+    assert snapshot.unpack(packed, bytes(runtime)) == image
+    assert snapshot.pack(image, (bytes(runtime), bytes(other)))[21] == 0  # held in one capture only: stored
+    assert snapshot.unpack(snapshot.pack(image)) == image  # no runtime given: nothing held
+    with pytest.raises(ValueError, match="the runtime's memory is not the one the snapshot was made against"):
+        snapshot.unpack(packed, bytes(other))
+
+
+def test_the_runtime_sum_is_fnv_1a_over_little_endian_words():
+    assert snapshot.runtime_sum([]) == 2166136261
+    assert snapshot.runtime_sum([b"\x01\x00\x00\x00"]) == (2166136261 ^ 1) * 16777619 % 2**32
+    assert snapshot.runtime_sum([b"ab" * 2, b"cd" * 2]) == snapshot.runtime_sum([b"abab" + b"cdcd"])
 
 
 @pytest.mark.parametrize("damage, message", [
     (lambda data: b"PYODIDE!" + data[8:], "not a snapshot in page-map form"),
-    (lambda data: data[:16] + bytes([data[16] ^ 0b10]) + data[17:], "the page map accounts for"),  # one more page
+    (lambda data: data[:20] + bytes([data[20] ^ 0b10]) + data[21:], "the page map accounts for"),  # one more page
     (lambda data: data[:-1], "the page map accounts for"),
 ])
 def test_a_damaged_page_map_form_is_refused(damage, message):
-    data = snapshot.pack(b"x" * snapshot.PAGE + bytes(snapshot.PAGE) + b"y" * 10)
+    data = snapshot.pack(image_of(b"x" * PAGE, bytes(PAGE), b"y" * 10))
     with pytest.raises(ValueError, match=message):
         snapshot.unpack(damage(data))
 
