@@ -74,7 +74,7 @@ def runtime_sum(pages: list[bytes]) -> int:
     return h
 
 
-def _header_bytes(snapshot: bytes) -> int:
+def _header_bytes(snapshot: bytes | bytearray) -> int:
     """Where the heap starts in Pyodide's snapshot: its header's length, the second uint32."""
     return struct.unpack_from("<I", snapshot, 4)[0] if len(snapshot) >= 8 else 0
 
