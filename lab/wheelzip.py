@@ -11,12 +11,14 @@ zip's copy of its folder (zipimport reads a path of the form
 imported yet. Nothing in the wheel reads its own files by path in the
 browser, so imports are all it needs.
 
-Standard library only; imported by the snapshot, so it is in the restored
-interpreter before the wheel is.
+Standard library only (zipfile, which the snapshot has imported too);
+imported by the snapshot, so it is in the restored interpreter before the
+wheel is.
 """
 
 import os
 import sys
+import zipfile
 
 __all__ = ["mount"]
 
@@ -26,8 +28,10 @@ UNPACKED = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where 
 def mount(wheel: str, folder: str = UNPACKED) -> int:
     """Let the packages imported from `folder` and those not imported yet be found in the zip `wheel`.
 
-    Returns how many packages were given the zip's copy of their folder.
+    Returns how many packages were given the zip's copy of their folder. A `wheel` that is not a zip raises
+    zipfile.BadZipFile here, as unpacking it would, rather than at some later import.
     """
+    zipfile.ZipFile(wheel).close()
     folder = folder.rstrip("/")
     extended = 0
     for module in list(sys.modules.values()):

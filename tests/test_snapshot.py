@@ -137,6 +137,9 @@ def test_a_package_imported_from_a_folder_since_gone_imports_the_rest_from_the_w
         assert importlib.import_module("zzpkg.later").WHERE == "later"
         assert importlib.import_module("zzpkg.sub.deep").WHERE == "deep"
         assert importlib.import_module("zzother").WHERE == "other"  # not imported before: found on sys.path
+        (tmp_path / "garbage.whl").write_bytes(b"PK\x03\x04 not a wheel" * 50)
+        with pytest.raises(zipfile.BadZipFile, match="not a zip file"):
+            wheelzip.mount(str(tmp_path / "garbage.whl"), str(folder))
     finally:
         for name in [n for n in sys.modules if n.split(".")[0] in ("zzpkg", "zzother")]:
             del sys.modules[name]
