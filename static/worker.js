@@ -35,7 +35,13 @@ snapshotResponse?.catch(() => {});  // awaited in restore(); a failure there mea
 const pyodideScript = import("./pyodide/pyodide.mjs");
 pyodideScript.catch(() => {});  // awaited in boot(); a failure there is the boot's
 const runtimeScript = import(new URL("pyodide.asm.mjs", new URL(PYODIDE, import.meta.url)).href);
-runtimeScript.catch(() => {});  // awaited in restore(); loadPyodide reports a failure on a normal boot
+runtimeScript.catch(() => {});  // awaited in startRuntime(); loadPyodide reports a failure on a normal boot
+// Pyodide's wasm (3.5 MB gzipped), on the way to the first answer once the runtime starts beside the
+// snapshot's download, is asked for here too rather than when loadPyodide gets to it; loadPyodide is handed
+// this response (withEarlyWasm).
+const WASM_URL = new URL("pyodide.asm.wasm", new URL(PYODIDE, import.meta.url)).href;
+let wasmResponse = fetch(WASM_URL);
+wasmResponse.catch(() => {});  // Pyodide reports a failed fetch of its wasm (see console.warn below)
 const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot was made with
 const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
@@ -200,7 +206,7 @@ async function restore(indexURL, wheelUrl) {
     checked.catch(reject);
     snapshot.then(() => setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS),
       () => {});  // timed from the bytes' arrival: a slow download is not a hung restore
-    loadPyodide({
+    withEarlyWasm(loadPyodide, {
       indexURL, stdLibURL: indexURL + REST_ZIP,
       _loadSnapshot: new Uint8Array(SNAPSHOT_IMAGE_BYTES),  // the stand-in (startRuntime): zeros, never read
       createPyodideModule: (settings) => startRuntime(settings, snapshot, t0),
@@ -235,7 +241,7 @@ async function boot(wheelUrl) {
   }
   if (!pyodide) {
     const { loadPyodide } = await pyodideScript;
-    pyodide = await loadPyodide({ indexURL });
+    pyodide = await withEarlyWasm(loadPyodide, { indexURL });
     self.prefixLabBoot.route = "normal";
   }
   const response = await wheel;
@@ -270,6 +276,23 @@ function mountWheel(pyodide, archive) {
   }
   pyodide.unpackArchive(archive, "wheel");
   return "unpacked";
+}
+
+// loadPyodide(options), given the wasm's response fetched above for its own fetch of that URL: the first
+// loadPyodide takes it, once, and any other request goes to fetch as it is.
+function withEarlyWasm(loadPyodide, options) {
+  const plainFetch = self.fetch;
+  if (!wasmResponse) return loadPyodide(options);
+  self.fetch = (input, init) => {
+    if (wasmResponse && String(input instanceof Request ? input.url : input) === WASM_URL) {
+      const response = wasmResponse;
+      wasmResponse = null;
+      self.fetch = plainFetch;
+      return response;
+    }
+    return plainFetch.call(self, input, init);
+  };
+  return loadPyodide(options).finally(() => { self.fetch = plainFetch; });
 }
 
 function startBoot(wheelUrl) {
