@@ -390,7 +390,8 @@ def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[st
         names["snapshot"] = hash_file(folder / "snapshot.bin").name
         os.replace(folder / "snapshot.bin.gz", folder / (names["snapshot"] + ".gz"))
         renames["const SNAPSHOT = null;"] = f'const SNAPSHOT = "./{names["snapshot"]}";'
-        renames["const SNAPSHOT_BYTES = null;"] = f'const SNAPSHOT_BYTES = {snapshot["bytes"]};'
+        renames["const SNAPSHOT_BYTES = null;"] = f'const SNAPSHOT_BYTES = {snapshot["file"]};'
+        renames["const SNAPSHOT_IMAGE_BYTES = null;"] = f'const SNAPSHOT_IMAGE_BYTES = {snapshot["bytes"]};'
     worker = folder / "worker.js"
     text = _rename_in(worker.read_text(encoding="utf-8"), "worker.js", {'"./pyodide/': renames.pop('"./pyodide/')},
                       times=2)

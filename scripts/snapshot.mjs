@@ -7,6 +7,8 @@
 // library it sees is swapped for REST_ZIP: the modules of the folder's python_stdlib.zip that are not
 // imported yet (the few a rare path imports later). The worker serves REST_ZIP when it restores,
 // byte for byte the zip the snapshot was made with, and the full zip only to a normal boot.
+// Then the runtime's memory at the moment a restore writes the heap is captured, twice, into OUT.runtime:
+// lab/snapshot.py leaves out of the shipped file the snapshot's pages the runtime holds already.
 // Prints one JSON line: the snapshot's size, how many modules the rest holds and how many free bytes were zeroed.
 //   node snapshot.mjs PYODIDE_DIR WHEEL STAMP OUT REST_ZIP
 import { readFileSync, writeFileSync } from "node:fs";
@@ -60,10 +62,11 @@ try {
   pyodide.globals.set("stamp", stamp);
   // The page's first request is answered here and only the answer kept (lab.view.keep_first_answer): the
   // run behind it, its trees and drawings would make the snapshot bigger. The files unpacked here are gone after a
-  // restore; the worker unpacks the wheel again for anything the view imports later.
+  // restore; the worker makes the wheel importable again as a zip (lab.wheelzip) for anything imported later.
   summary = pyodide.runPython(String.raw`
 import gc, io, json, sys, zipfile
 import lab.view
+import lab.wheelzip  # the worker reads the wheel as a zip with it after a restore
 
 lab.view.keep_first_answer(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
 
@@ -91,4 +94,29 @@ writeFileSync(restPath, pyodide.FS.readFile(pyodide.runPython("next(p for p in _
 const zeroed = zeroFreeMemory(pyodide._module);
 const snapshot = pyodide.makeMemorySnapshot();
 writeFileSync(outPath, snapshot);
+
+// The runtime's memory when a restore of `snapshot` begins, started the way static/worker.js starts it (the
+// same standard library, a heap of the snapshot's size): captured where Pyodide would write the heap, and the
+// restore stopped there.
+async function runtimeMemory() {
+  const { default: createModule } = await import(pathToFileURL(`${pyodideDir}/pyodide.asm.mjs`).href);
+  let memory = null;
+  const stop = new Error("captured");
+  await loadPyodide({
+    indexURL: `${pyodideDir}/`, stdLibURL: restPath, _loadSnapshot: new Uint8Array(snapshot.length),
+    createPyodideModule: async (settings) => {
+      const module = await createModule(settings);
+      module.API.restoreSnapshot = () => {
+        memory = module.HEAPU8.slice();
+        throw stop;
+      };
+      return module;
+    },
+  }).catch((err) => {
+    if (err !== stop) throw err;
+  });
+  return memory;
+}
+const first = await runtimeMemory(), second = await runtimeMemory();
+writeFileSync(`${outPath}.runtime`, Buffer.concat([first, second]));
 process.stdout.write(JSON.stringify({ ...JSON.parse(summary), bytes: snapshot.length, zeroed }) + "\n");

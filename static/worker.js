@@ -1,15 +1,16 @@
-// prefix-lab worker: boots the Pyodide core from this site, unpacks the project's own
+// prefix-lab worker: boots the Pyodide core from this site, loads the project's own
 // pure-Python wheel (model, missions, lab view code) and answers view requests with
 // lab.view.handle_json. Nothing is fetched from any other origin; no package is
-// installed from an index (the wheel is unpacked, not resolved).
+// installed from an index (the wheel is unpacked or read as a zip, not resolved).
 //
 // Two ways to boot. With a memory snapshot (made by the build, lab/snapshot.py), Pyodide
 // restores an interpreter that has already imported the view code: well under a second.
 // Without one, or when the snapshot cannot be used (the file missing or damaged, made for
 // another wheel, a restore that throws or hangs), it boots normally; a wasm that cannot be
 // loaded fails the boot either way, as a normal boot would fail on it too. Either way the
-// wheel is unpacked, so anything imported later is found. `self.prefixLabBoot` says which
-// way it went and why (read by tests and bench/bench_page.py).
+// wheel's modules can be imported later: a normal boot unpacks the wheel, a restored
+// interpreter reads it as a zip (mountWheel). `self.prefixLabBoot` says which way it went
+// and why (read by tests and bench/bench_page.py).
 //
 // The same file runs as a dedicated Worker (one page, one runtime: the full lab) or as a
 // SharedWorker (the embeds of one article share one runtime, see static/boot.js). Shared, it
@@ -19,16 +20,28 @@
 // Requests from several frames are answered one at a time, in the order they arrive.
 
 // The build renames the Pyodide folder by its content hash and writes that name here (both
-// lines), and the snapshot's name and size in place of null.
+// lines), and in place of null the snapshot's name, its size as served (in page-map form) and
+// the size of Pyodide's snapshot it holds (lab/snapshot.py).
 const PYODIDE = "./pyodide/";
 const SNAPSHOT = null;
 const SNAPSHOT_BYTES = null;
-// The snapshot's download starts with the worker, beside the download of Pyodide's own script, which is
-// imported here rather than statically so that nothing waits for it before asking for the snapshot.
+const SNAPSHOT_IMAGE_BYTES = null;
+// The snapshot's download starts with the worker, beside the download of Pyodide's own scripts, which are
+// imported here rather than statically so that nothing waits for them before asking for the snapshot.
+// loadPyodide would import the runtime's script (pyodide.asm.mjs, 1.2 MB) only once its own is in: the
+// same URL, imported here at once, is one module either way.
 const snapshotResponse = SNAPSHOT ? fetch(new URL(SNAPSHOT, import.meta.url)) : null;
 snapshotResponse?.catch(() => {});  // awaited in restore(); a failure there means a normal boot
 const pyodideScript = import("./pyodide/pyodide.mjs");
 pyodideScript.catch(() => {});  // awaited in boot(); a failure there is the boot's
+const runtimeScript = import(new URL("pyodide.asm.mjs", new URL(PYODIDE, import.meta.url)).href);
+runtimeScript.catch(() => {});  // awaited in startRuntime(); loadPyodide reports a failure on a normal boot
+// Pyodide's wasm (3.5 MB gzipped), on the way to the first answer once the runtime starts beside the
+// snapshot's download, is asked for here too rather than when loadPyodide gets to it; loadPyodide is handed
+// this response (withEarlyWasm).
+const WASM_URL = new URL("pyodide.asm.wasm", new URL(PYODIDE, import.meta.url)).href;
+let wasmResponse = fetch(WASM_URL);
+wasmResponse.catch(() => {});  // Pyodide reports a failed fetch of its wasm (see console.warn below)
 const REST_ZIP = "python_stdlib_rest.zip";  // the standard library the snapshot was made with
 const RESTORE_LIMIT_MS = 15_000;  // a restore that has not ended by then has failed
 
@@ -37,10 +50,15 @@ let booting = null;  // the boot, once asked for: resolves to what "ready" says,
 let failBoot = null;  // ends the boot as failed (for failures Pyodide reports only on the side)
 let restoring = null;  // while a restore is tried: rejects it (Pyodide reports some failures only as warnings)
 // route: "snapshot" or "normal"; fallback: why the snapshot was not used; restoreMs: from the start to a
-// restored, checked interpreter; fetchMs: the snapshot's download and gunzip (Pyodide's own fetches run
-// beside it); checkMs: its sha256, computed beside the restore; checkWaitMs: how long the restored
-// interpreter then waited for that check.
-self.prefixLabBoot = { route: null, fallback: null, restoreMs: null, fetchMs: null, checkMs: null, checkWaitMs: null };
+// restored, checked interpreter; fetchMs: the snapshot's download and gunzip; runtimeMs: from the start to
+// Pyodide's runtime started, its wasm compiled and standard library installed (beside that download);
+// heapMs: laying the snapshot's pages into the heap; checkMs: its sha256, computed beside the restore;
+// checkWaitMs: how long the restored interpreter then waited for that check; wheel: how the wheel's modules
+// were made importable ("unpacked" or read as a "zip"); wheelMs: how long that took, once it was fetched.
+self.prefixLabBoot = {
+  route: null, fallback: null, restoreMs: null, fetchMs: null, runtimeMs: null, heapMs: null, checkMs: null,
+  checkWaitMs: null, wheel: null, wheelMs: null,
+};
 
 // This runtime, as each frame it serves is told in "ready": an id (so a page can count the runtimes
 // its frames use), whether it is shared, and how many frames it has served so far.
@@ -67,14 +85,60 @@ function failure(err, phase) {
   return { type: "error", phase, message, detail };
 }
 
-// The snapshot's bytes, once fetched and found the right size; rejects with why they cannot be used.
+// The snapshot's bytes, their page runs and checksum (pageRuns), once fetched and found the right size and form;
+// rejects with why they cannot be used.
 async function fetchSnapshot(response, t0) {
   const bytes = new Uint8Array(await response.arrayBuffer());
   self.prefixLabBoot.fetchMs = performance.now() - t0;
-  // A heap bigger than Pyodide's 30 MiB fails in ways a normal boot in the same worker may not survive:
-  // the size is checked before Pyodide sees a byte.
   if (bytes.length !== SNAPSHOT_BYTES) throw new Error(`the snapshot is damaged (${bytes.length} bytes, not ${SNAPSHOT_BYTES})`);
-  return bytes;
+  return { bytes, ...pageRuns(bytes) };
+}
+
+// The snapshot as the build ships it (lab/snapshot.py's pack): MAGIC; the length of Pyodide's snapshot, the
+// page size and a checksum of the pages the runtime holds (uint32, little-endian); a map of the pages stored
+// in the file, then a map of the pages the runtime's memory holds already (a bit per page each; a page in
+// neither is all zeros); then the stored pages in order. Returns {runs, sum}: runs of pages, [{start, end,
+// from}], where the bytes start..end of Pyodide's snapshot are at `from` in the file, or are zeros (ZEROS),
+// or are in the runtime's memory already (HELD). Throws unless the maps account for every byte of the file
+// and the snapshot they describe has the size the build wrote here: Pyodide sizes its heap from that, and a
+// heap over its fixed 30 MiB fails in ways a normal boot in the same worker may not survive, so nothing
+// reaches Pyodide before this is checked.
+const MAGIC = "PLSNAPv2";
+const HEAD = MAGIC.length + 12;
+const ZEROS = -1, HELD = -2;
+function pageRuns(bytes) {
+  const damaged = (why) => new Error(`the snapshot is damaged (${why})`);
+  if (String.fromCharCode(...bytes.subarray(0, MAGIC.length)) !== MAGIC) throw damaged("not in page-map form");
+  const fields = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, 12);
+  const length = fields.getUint32(0, true), page = fields.getUint32(4, true), sum = fields.getUint32(8, true);
+  if (length !== SNAPSHOT_IMAGE_BYTES) throw damaged(`it holds a snapshot of ${length} bytes, not ${SNAPSHOT_IMAGE_BYTES}`);
+  if (page < 64 || page % 16) throw damaged(`a page of ${page} bytes`);
+  const pages = Math.ceil(length / page), size = Math.ceil(pages / 8);
+  const stored = bytes.subarray(HEAD, HEAD + size), held = bytes.subarray(HEAD + size, HEAD + 2 * size);
+  const runs = [];
+  let from = HEAD + 2 * size;
+  for (let i = 0; i < pages; i++) {
+    const start = i * page, end = Math.min(start + page, length);
+    const kind = (stored[i >> 3] >> (i & 7)) & 1 ? from : (held[i >> 3] >> (i & 7)) & 1 ? HELD : ZEROS;
+    const last = runs[runs.length - 1];
+    if (last && (last.from >= 0 ? kind >= 0 : last.from === kind)) last.end = end;
+    else runs.push({ start, end, from: kind });
+    if (kind >= 0) from += end - start;
+  }
+  if (from !== bytes.length) throw damaged(`its page maps account for ${from} of its ${bytes.length} bytes`);
+  if (runs[0].from < 0) throw damaged("its first page, Pyodide's header, is missing");
+  return { runs, sum };
+}
+
+// lab/snapshot.py's runtime_sum: FNV-1a over the 32-bit words of the pages the runtime holds, in order.
+function runtimeSum(heap, runs, head) {
+  let h = 2166136261;
+  for (const { start, end, from } of runs) {
+    if (from !== HELD) continue;
+    const words = new Uint32Array(heap.buffer, heap.byteOffset + start - head, (end - start) / 4);
+    for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 16777619);
+  }
+  return h >>> 0;
 }
 
 // Resolves if the bytes are the ones the build made: the snapshot's name holds the start of their sha256
@@ -88,33 +152,70 @@ async function checkSnapshot(bytes) {
   self.prefixLabBoot.checkMs = performance.now() - t0;
 }
 
-// Pyodide is handed the snapshot as a promise, so its own fetches (its script, the wasm, the standard
-// library) start once the snapshot's headers are in and run beside the download of its body; Pyodide
-// instantiates the wasm when the bytes are there. The sha256 is computed beside the restore and awaited
-// before the interpreter is used: a restore of damaged bytes that fails or hangs meanwhile is put down
-// to the bytes, not to the wasm.
+// Pyodide sizes its heap from the snapshot, so given the snapshot's bytes it would start its runtime
+// (compile the wasm, run the runtime's setup, install the standard library) only once they are all in.
+// It is handed an empty stand-in of the right size instead, and the runtime starts while the snapshot
+// downloads; when Pyodide comes to restore the heap, the real bytes are laid in (layIn).
+async function startRuntime(settings, snapshot, t0) {
+  const { default: createModule } = await runtimeScript;
+  const module = await createModule(settings);
+  self.prefixLabBoot.runtimeMs = performance.now() - t0;
+  const pages = await snapshot;
+  const restoreHeader = module.API.restoreSnapshot;
+  module.API.restoreSnapshot = () => layIn(module, restoreHeader, pages);
+  return module;
+}
+
+// Pyodide's own restore checks the snapshot's header (its magic number and the build id of the runtime it
+// was made by), reads the state of Pyodide's JavaScript side from it and copies the heap that follows: it
+// is given the header alone, and the heap is then written run by run, stored pages copied, zero pages
+// zeroed; the pages the runtime holds already are left as they are, once their checksum agrees.
+function layIn(module, restoreHeader, { bytes, runs, sum }) {
+  const t0 = performance.now();
+  const first = runs[0];
+  const head = new DataView(bytes.buffer, bytes.byteOffset + first.from).getUint32(4, true);  // where the heap starts
+  if (head > first.end || head % 16) throw new Error(`the snapshot is damaged (a header of ${head} bytes)`);
+  const heap = module.HEAPU8;
+  if (runtimeSum(heap, runs, head) !== sum) throw new Error("the runtime's memory is not the one the snapshot was made against");
+  const state = restoreHeader(bytes.slice(first.from, first.from + head));
+  for (const { start, end, from } of runs) {
+    const skip = Math.max(head - start, 0);  // the header's bytes in this run: not the heap's
+    if (skip >= end - start || from === HELD) continue;
+    if (from === ZEROS) heap.fill(0, start + skip - head, end - head);
+    else heap.set(bytes.subarray(from + skip, from + end - start), start + skip - head);
+  }
+  self.prefixLabBoot.heapMs = performance.now() - t0;
+  return state;
+}
+
+// The sha256 is computed beside the restore and awaited before the interpreter is used: a restore of
+// damaged bytes that fails or hangs meanwhile is put down to the bytes, not to the wasm.
 async function restore(indexURL, wheelUrl) {
   const t0 = performance.now();
   // Its headers first: when the snapshot is missing, Pyodide has fetched nothing yet that a normal boot
   // would fetch again.
   const response = await snapshotResponse;
   if (!response.ok) throw new Error(`the snapshot is missing (HTTP ${response.status})`);
-  const { loadPyodide } = await pyodideScript;
-  const bytes = fetchSnapshot(response, t0);
-  const checked = bytes.then(checkSnapshot);
+  const snapshot = fetchSnapshot(response, t0);  // read at once: an unread body stalls its download
+  snapshot.catch(() => {});  // awaited in startRuntime and below
+  const checked = snapshot.then(({ bytes }) => checkSnapshot(bytes));
   checked.catch(() => {});  // awaited below
+  const { loadPyodide } = await pyodideScript;
   const pyodide = await new Promise((resolve, reject) => {
     restoring = (reason) => checked.then(() => reject({ wasm: reason }), reject);  // the wasm's fault: see boot()
     checked.catch(reject);
-    bytes.then(() => setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS),
+    snapshot.then(() => setTimeout(() => reject(new Error(`restoring took over ${RESTORE_LIMIT_MS / 1000} s`)), RESTORE_LIMIT_MS),
       () => {});  // timed from the bytes' arrival: a slow download is not a hung restore
-    loadPyodide({ indexURL, stdLibURL: indexURL + REST_ZIP, _loadSnapshot: bytes })
-      .then(resolve, (err) => checked.then(() => reject(err), reject));  // damaged bytes explain any failure
+    withEarlyWasm(loadPyodide, {
+      indexURL, stdLibURL: indexURL + REST_ZIP,
+      _loadSnapshot: new Uint8Array(SNAPSHOT_IMAGE_BYTES),  // the stand-in (startRuntime): zeros, never read
+      createPyodideModule: (settings) => startRuntime(settings, snapshot, t0),
+    }).then(resolve, (err) => checked.then(() => reject(err), reject));  // damaged bytes explain any failure
   }).finally(() => { restoring = null; });
   const restored = performance.now();
   await checked;
   self.prefixLabBoot.checkWaitMs = performance.now() - restored;
-  delete pyodide._api.config._loadSnapshot;  // Pyodide would keep the 30 MB alive
+  delete pyodide._api.config._loadSnapshot;  // Pyodide would keep the stand-in's 30 MB alive
   const made = pyodide.globals.get("PREFIX_LAB_STAMP");
   const want = new URL(wheelUrl).pathname.split("/").pop();
   if (made !== want) throw new Error(`the snapshot was made for ${made ?? "no wheel"}, the page loads ${want}`);
@@ -140,14 +241,58 @@ async function boot(wheelUrl) {
   }
   if (!pyodide) {
     const { loadPyodide } = await pyodideScript;
-    pyodide = await loadPyodide({ indexURL });
+    pyodide = await withEarlyWasm(loadPyodide, { indexURL });
     self.prefixLabBoot.route = "normal";
   }
   const response = await wheel;
   if (!response.ok) throw new Error(`could not fetch ${wheelUrl}: HTTP ${response.status}`);
-  pyodide.unpackArchive(await response.arrayBuffer(), "wheel");
+  const archive = new Uint8Array(await response.arrayBuffer());
+  const t1 = performance.now();
+  if (self.prefixLabBoot.route === "snapshot") self.prefixLabBoot.wheel = mountWheel(pyodide, archive);
+  else {
+    pyodide.unpackArchive(archive, "wheel");
+    self.prefixLabBoot.wheel = "unpacked";
+  }
+  self.prefixLabBoot.wheelMs = performance.now() - t1;
   view = pyodide.pyimport("lab.view");
   return { bootMs: performance.now() - t0, route: self.prefixLabBoot.route };
+}
+
+// A restored interpreter has imported the view code from files the snapshot does not hold (Pyodide's file
+// system is not in the heap), so a module imported later would not be found. Unpacking the wheel again
+// (68 files) took 80-100 ms on the way to the first answer; instead the wheel is written as one file and
+// read as a zip (lab.wheelzip, imported by the snapshot). Returns how the wheel was made importable.
+const WHEEL_FILE = "/lib/prefix_lab.whl";
+function mountWheel(pyodide, archive) {
+  pyodide.FS.writeFile(WHEEL_FILE, archive);
+  let wheelzip = null;
+  try {
+    wheelzip = pyodide.pyimport("lab.wheelzip");
+    if (wheelzip.mount(WHEEL_FILE) > 0) return "zip";
+  } catch (err) {
+    console.info("prefix-lab worker: unpacking the wheel, it cannot be read as a zip:", String(err?.message ?? err).slice(-200));
+  } finally {
+    wheelzip?.destroy();
+  }
+  pyodide.unpackArchive(archive, "wheel");
+  return "unpacked";
+}
+
+// loadPyodide(options), given the wasm's response fetched above for its own fetch of that URL: the first
+// loadPyodide takes it, once, and any other request goes to fetch as it is.
+function withEarlyWasm(loadPyodide, options) {
+  const plainFetch = self.fetch;
+  if (!wasmResponse) return loadPyodide(options);
+  self.fetch = (input, init) => {
+    if (wasmResponse && String(input instanceof Request ? input.url : input) === WASM_URL) {
+      const response = wasmResponse;
+      wasmResponse = null;
+      self.fetch = plainFetch;
+      return response;
+    }
+    return plainFetch.call(self, input, init);
+  };
+  return loadPyodide(options).finally(() => { self.fetch = plainFetch; });
 }
 
 function startBoot(wheelUrl) {

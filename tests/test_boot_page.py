@@ -2,20 +2,23 @@
 
 Both ways must reach `ready` with the same numbers as `prefix-lab run`, request nothing from another
 origin (the guarded context aborts and reports any such request, page error or 404), and the normal
-boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made, a
-bigger heap included: the worker checks the size before restoring and the sha256 beside the restore,
-before the interpreter is used) or made for another wheel than the page loads. A snapshot over
-Pyodide's fixed heap is refused by the build (test_snapshot.py); Playwright cannot serve a 30 MB body
-from a route, so that one is not served here. The worker says which way it went in
-`self.prefixLabBoot`.
+boot must follow when the snapshot is missing, damaged (any bytes but the ones the build made: the
+worker checks the size and the page map before restoring and the sha256 beside the restore, before
+the interpreter is used), holds a bigger heap than the build said (checked before Pyodide sees a
+byte), or was made for another wheel than the page loads. A snapshot over Pyodide's fixed heap is
+refused by the build (test_snapshot.py). The worker says which way it went in `self.prefixLabBoot`.
 """
 
+import hashlib
 import json
 import re
+import struct
 
 import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
+
+from lab import snapshot as snapshots
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +26,7 @@ SETUP = "fleet.replicas=8&router.kind=cache_aware"
 
 
 def booted(page):
-    """`self.prefixLabBoot` of the page's worker: {route, fallback, restoreMs}."""
+    """`self.prefixLabBoot` of the page's worker: {route, fallback, wheel, restoreMs, ...}."""
     page.wait_for_function(READY, timeout=90_000)
     return page.workers[0].evaluate("self.prefixLabBoot")
 
@@ -43,13 +46,21 @@ def test_the_build_ships_a_snapshot_stamped_with_its_wheel(server):
     assert built["stdlib"]["kind"] == "pyc" and 100 < built["stdlib"]["modules"] < 300
     worker = (server["site"] / built["assets"]["worker.js"]).read_text()
     assert f'const SNAPSHOT = "./{built["assets"]["snapshot"]}";' in worker
-    assert (server["site"] / built["assets"]["snapshot"]).stat().st_size <= 30 * 2**20 + 4096
+    shipped = (server["site"] / built["assets"]["snapshot"]).read_bytes()
+    assert f"const SNAPSHOT_BYTES = {len(shipped)};" in worker and built["snapshot"]["file"] == len(shipped)
+    # in page-map form, without the pages of zeros (about half the heap) nor those the runtime holds already
+    length, _, _ = struct.unpack_from("<III", shipped, len(snapshots.MAGIC))
+    assert f"const SNAPSHOT_IMAGE_BYTES = {length};" in worker and built["snapshot"]["bytes"] == length
+    assert length <= 30 * 2**20 + 4096 and len(shipped) < 0.5 * length
+    first_page = shipped[len(snapshots.MAGIC) + 12 + 2 * -(-length // 4096 // 8):]
+    assert first_page[:4] == struct.pack("<I", 1886286592)  # Pyodide's own header: its magic number
 
 
 def test_a_snapshot_boot_reaches_ready_with_the_clis_numbers(page, server):
     page.goto(server["url"])
     boot = booted(page)
     assert boot["route"] == "snapshot" and boot["fallback"] is None, boot
+    assert boot["wheel"] == "zip" and boot["runtimeMs"] > 0 and boot["heapMs"] >= 0, boot
     same_numbers_as_the_cli(page)
 
 
@@ -72,23 +83,75 @@ def _cut_snapshot(page, server):
 DAMAGED = "damaged-snapshot.bin"  # removed after the test
 
 
-def _same_size_other_bytes(page, server):
-    """The snapshot's size with some of its bytes changed (in the heap's zeroed tail, so the restore itself may
-    well succeed): only the sha256, computed beside the restore, tells; a copy in the site, served by the real
-    server (a route cannot give a 30 MB body)."""
-    snapshot = asset(server["site"], "snapshot")
-    data = bytearray((server["site"] / snapshot).read_bytes())
+def _served_instead(change):
+    """The snapshot's bytes as `change` leaves them (the same size), from a copy in the site served by the real
+    server (a route cannot give a body of many MB)."""
+    def spoil(page, server):
+        snapshot = asset(server["site"], "snapshot")
+        data = bytearray((server["site"] / snapshot).read_bytes())
+        change(data)
+        (server["site"] / DAMAGED).write_bytes(bytes(data))
+        page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
+    return spoil
+
+
+def _named_for_its_bytes(change):
+    """The snapshot's bytes as `change` leaves them, under a name that holds their own sha256 and that the worker
+    is rewritten to fetch: the sha256 agrees, so whatever else is wrong has to be found by the worker."""
+    def spoil(page, server):
+        snapshot = asset(server["site"], "snapshot")
+        data = bytearray((server["site"] / snapshot).read_bytes())
+        change(data)
+        renamed = f"{DAMAGED.split('.')[0]}.{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        (server["site"] / renamed).write_bytes(bytes(data))
+        worker = asset(server["site"], "worker.js")
+        page.route("**/" + worker, lambda r: r.fulfill(response=r.fetch(), body=r.fetch().text().replace(
+            f'const SNAPSHOT = "./{snapshot}";', f'const SNAPSHOT = "./{renamed}";')))
+        return renamed
+    return spoil
+
+
+def _other_bytes(data):
+    """Bytes of the heap's stored pages changed (near the end, so the restore itself may well succeed): only
+    the sha256, computed beside the restore, tells."""
     for offset in range(len(data) - 2**20, len(data), 4096):
         data[offset] ^= 0x5A
-    (server["site"] / DAMAGED).write_bytes(bytes(data))
-    page.route("**/" + snapshot, lambda r: r.continue_(url=server["url"] + DAMAGED))
+
+
+def _map_off_by_a_page(data):
+    """A page of zeros marked as stored: the maps no longer account for the file's bytes."""
+    length, size, _ = struct.unpack_from("<III", data, len(snapshots.MAGIC))
+    start = len(snapshots.MAGIC) + 12
+    maps = -(-length // size // 8)
+    stored, held = data[start:start + maps], data[start + maps:start + 2 * maps]
+    zero = next(i for i in range(maps * 8) if not (stored[i // 8] | held[i // 8]) >> (i % 8) & 1)
+    data[start + zero // 8] |= 1 << (zero % 8)
+
+
+def _other_runtime(data):
+    """A checksum of the pages the runtime holds that the runtime's memory will not give."""
+    at = len(snapshots.MAGIC) + 8
+    struct.pack_into("<I", data, at, struct.unpack_from("<I", data, at)[0] ^ 1)
+
+
+def _bigger_heap(data):
+    """A file that says it holds a snapshot bigger than the one the build sized the worker's heap for."""
+    struct.pack_into("<I", data, len(snapshots.MAGIC), snapshots.HEAP_BYTES + 65_536)
+
+
+def _not_a_page_map(data):
+    data[:len(snapshots.MAGIC)] = b"\x00" * len(snapshots.MAGIC)
 
 
 FAILURES = {
     "missing": (lambda page, server: page.route("**/" + asset(server["site"], "snapshot"), lambda r: r.abort()),
                 "fetch"),
     "damaged": (_cut_snapshot, "damaged"),
-    "the right size, other bytes": (_same_size_other_bytes, "sha256"),
+    "the right size, other bytes": (_served_instead(_other_bytes), "sha256"),
+    "a page map that does not match the file": (_served_instead(_map_off_by_a_page), "page maps account for"),
+    "pages the runtime does not hold": (_named_for_its_bytes(_other_runtime), "runtime's memory is not the one"),
+    "a heap bigger than the build said": (_served_instead(_bigger_heap), "holds a snapshot of 31522816 bytes"),
+    "not in page-map form": (_served_instead(_not_a_page_map), "not in page-map form"),
     "made for another wheel": (_stale_page, "made for prefix_lab-"),
 }
 
@@ -96,13 +159,15 @@ FAILURES = {
 @pytest.mark.parametrize("failure", list(FAILURES))
 def test_when_the_snapshot_cannot_be_used_the_worker_boots_normally_with_the_same_numbers(page, server, failure):
     spoil, reason = FAILURES[failure]
-    spoil(page, server)
+    renamed = spoil(page, server)  # the name of a copy written into the site, if the spoiling wrote one under its own
     try:
         page.goto(server["url"])
         boot = booted(page)
     finally:
         (server["site"] / DAMAGED).unlink(missing_ok=True)
-    assert boot["route"] == "normal" and boot["fallback"], boot
+        if isinstance(renamed, str):
+            (server["site"] / renamed).unlink(missing_ok=True)
+    assert boot["route"] == "normal" and boot["fallback"] and boot["wheel"] == "unpacked", boot
     assert reason.lower() in boot["fallback"].lower(), boot
     same_numbers_as_the_cli(page)
 
