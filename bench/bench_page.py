@@ -68,7 +68,8 @@ def cold_load(browser, url: str, snapshot: bool = True) -> dict:
             "charts": timings["chartsDrawn"], "ready": timings["ready"], "boot": timings["bootMs"],
             "answerSent": timings["firstAnswer"]["sent"], "answerTaken": timings["firstAnswer"]["taken"],
             "route": boot.get("route") or "normal", "restore": boot.get("restoreMs"), "fetch": boot.get("fetchMs"),
-            "check": boot.get("checkMs"), "checkWait": boot.get("checkWaitMs")}
+            "check": boot.get("checkMs"), "checkWait": boot.get("checkWaitMs"), "runtime": boot.get("runtimeMs"),
+            "heap": boot.get("heapMs"), "wheel": boot.get("wheelMs")}
 
 
 def bare_pyodide(browser, url: str, site: Path) -> float:
@@ -189,9 +190,11 @@ def cold_loads(browser, url: str, site: Path, loads: int) -> None:
           f"load's ({med_plain['first']:.0f} ms)")
     print(f"  charts drawn              {med['charts']:6.0f} ms   (those on screen: {snap[0]['drawn']} of the page's "
           f"{snap[0]['documents']} documents drawn by `ready`, the rest when near or idle)")
-    print(f"  worker boot               {med['boot']:6.0f} ms   (of which the snapshot: fetched and unzipped "
-          f"{part('fetch'):.0f} ms, restored {part('restore') - part('fetch'):.0f} ms, of which waiting on the "
-          f"sha256 computed beside it ({part('check'):.0f} ms) {part('checkWait'):.0f} ms)")
+    print(f"  worker boot               {med['boot']:6.0f} ms   (the snapshot fetched and unzipped in "
+          f"{part('fetch'):.0f} ms, beside it Pyodide's runtime started in {part('runtime'):.0f} ms; restored "
+          f"{part('restore'):.0f} ms in, its pages laid into the heap in {part('heap'):.0f} ms; waiting on the "
+          f"sha256 computed beside it ({part('check'):.0f} ms) {part('checkWait'):.0f} ms; the wheel mounted "
+          f"in {part('wheel'):.0f} ms)")
     print(f"  first answer              {med['answerSent']:6.0f} ms   sent by the worker; taken up by the page at "
           f"{med['answerTaken']:.0f} ms (its thread is busy until then)")
     print(f"  ready                     {med['ready']:6.0f} ms   target: under 1500 ms, and at most 35% of a "
