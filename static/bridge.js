@@ -16,7 +16,7 @@ const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
 // firstAnswer: when the worker sent the first answer and when this thread took it up (bench/bench_page.py).
 const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
-  firstAnswer: null, changes: [], draws: [] };
+  firstAnswer: null, changes: [], draws: [], made: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
 let hash = location.hash.slice(1);
@@ -76,11 +76,12 @@ function bokehReady() {
 // -- the page's documents, drawn as they come into view -----------------------------------
 //
 // The build cuts the page's Bokeh models into one document per root (lab/pagedocs.py) and points
-// the page's embed call here. Every document's models are made at once, so every patch and every
-// reader finds them; a document is drawn (its views built and laid out, the costly part) when its
-// place on the page is on screen; once the first answer is on screen, those within a screen of it, then
-// the rest, one at a time while the browser is idle. A place that is hidden waits until it is shown.
-// One document is drawn per task, so an answer that arrives meanwhile is applied between two.
+// the page's embed call here. A document is made (its models, from its JSON) and drawn (its views built
+// and laid out, the costly part) when its place on the page is on screen; once the first answer is on
+// screen, those within a screen of it, then the rest, one at a time while the browser is idle; last,
+// those hidden are made, not drawn. Making the 28 documents off screen first cost 80-160 ms before the
+// first chart could be drawn. One document is drawn per task, so an answer that arrives meanwhile is
+// applied between two.
 let pageDocs = null;  // [{doc, elements, places, drawn, queued, failed}] in page order; null where Bokeh's own embed ran
 let drawing = false;
 const toDraw = [];  // documents waiting to be drawn, those on screen first
@@ -94,12 +95,30 @@ function place(el) {
   return box;
 }
 
-// The height a layout will take once drawn, from the fixed heights of its charts (0: not known).
-function roomFor(model) {
-  if (typeof model.height === "number") return model.height;
-  const heights = (model.children ?? []).map(roomFor);
+// The height a layout will take once drawn, from the fixed heights of its charts (0: not known), read from
+// its document's JSON (`objects`: id -> the model's JSON, where a reference names it by id alone).
+function roomFor(json, objects) {
+  const model = json?.attributes ? json : objects.get(json?.id);
+  if (!model) return 0;
+  if (typeof model.attributes.height === "number") return model.attributes.height;
+  const children = Array.isArray(model.attributes.children) ? model.attributes.children : [];
+  const heights = children.map((child) => (Array.isArray(child) ? 0 : roomFor(child, objects)));
   if (!heights.length) return 0;
-  return model.type.endsWith("Row") ? Math.max(...heights) : heights.reduce((a, b) => a + b, 0);
+  return model.name.endsWith("Row") ? Math.max(...heights) : heights.reduce((a, b) => a + b, 0);
+}
+
+// Every model in a document's JSON, by id.
+function objectsOf(json) {
+  const objects = new Map();
+  const walk = (value) => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === "object") {
+      if (value.type === "object" && value.id && value.attributes) objects.set(value.id, value);
+      Object.values(value).forEach(walk);
+    }
+  };
+  walk(json.roots);
+  return objects;
 }
 
 const shown = (d) => d.places.some((el) => onScreen.has(el));
@@ -107,6 +126,8 @@ const displayed = (d) => d.places.some((el) => el.getClientRects().length > 0); 
 const near = (d) => d.places.some((el) => nearby.has(el));
 const nearby = new Set();  // the places within a screen of the viewport
 const docOf = new Map();  // Bokeh document -> its entry in pageDocs
+const holders = new Map();  // model name or tag -> the entry in pageDocs whose document holds it
+let Document = null;  // BokehJS's, once it has loaded
 const deferred = new Map();  // model name -> {model, d, changes}: held while far from view (see apply)
 let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may not say at all)
 
@@ -119,21 +140,25 @@ function drawnOnScreen() {
 
 window.prefixLabEmbed = (docsJson, items) => {
   const t0 = performance.now();
-  const { Document } = Bokeh.require("document");
+  ({ Document } = Bokeh.require("document"));
   const { unescape } = Bokeh.require("core/util/string");  // the data block is HTML-escaped, as embed_items reads it
   const json = typeof docsJson === "string" ? JSON.parse(unescape(docsJson)) : docsJson;
   shareDefinitions(Object.values(json));
   pageDocs = items.map((item) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
-    return { doc: Document.from_json(json[item.docid]), elements, places: elements.map(place), drawn: false, queued: false };
-  });
-  for (const d of pageDocs) docOf.set(d.doc, d);
-  for (const d of pageDocs) {  // keep their room, so that what is below does not move up and get drawn too soon
-    d.doc.roots().forEach((root, i) => {
-      const height = roomFor(root);
+    const d = { json: json[item.docid], doc: null, pending: null, elements, places: elements.map(place), drawn: false,
+      queued: false };
+    const objects = objectsOf(d.json);
+    for (const model of objects.values()) {
+      const { name, tags } = model.attributes;
+      for (const key of [name, ...(Array.isArray(tags) ? tags : [])]) if (typeof key === "string") holders.set(key, d);
+    }
+    d.json.roots.forEach((root, i) => {  // keep their room, so that what is below does not move up and get drawn too soon
+      const height = roomFor(root, objects);
       if (height > 0 && d.places[i]) d.places[i].style.minHeight = `${height}px`;
     });
-  }
+    return d;
+  });
   modelIndex = null;
   timings.modelsMade = { at: t0, ms: performance.now() - t0, documents: pageDocs.length };
   const watch = (margin, seen) => {
@@ -165,6 +190,30 @@ function shareDefinitions(docs) {
   const { Deserializer } = Bokeh.require("core/serialization/deserializer");
   new Deserializer(Bokeh.require("base").default_resolver).decode(docs[0].defs, new Map());
   for (const doc of docs) delete doc.defs;
+}
+
+// A document's models, made from its JSON the first time they are needed: to draw it, to read a widget
+// an action sends, or in idle time once the first answer is on screen. Until then an answer's changes to
+// them wait in `pending` (see apply) and are written once they are made.
+function make(d) {
+  if (d.doc) return d.doc;
+  const t0 = performance.now();
+  d.doc = Document.from_json(d.json);
+  timings.made.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0 });
+  d.json = null;
+  docOf.set(d.doc, d);
+  modelIndex = null;
+  const pending = d.pending;
+  d.pending = null;
+  if (pending) {
+    applying = true;
+    try {
+      writeModels(pending, true);
+    } finally {
+      applying = false;
+    }
+  }
+  return d.doc;
 }
 
 function want(d, now) {
@@ -204,7 +253,7 @@ async function drawNext() {
   const top = Math.min(...d.places.map((el) => el.getBoundingClientRect().top)) + window.scrollY;  // before it grows
   const figure = d.places[0].closest("[data-figure]")?.dataset.figure ?? null;
   try {
-    await Bokeh.embed.add_document_standalone(d.doc, document.body, d.elements);
+    await Bokeh.embed.add_document_standalone(make(d), document.body, d.elements);
   } catch (err) {
     d.failed = true;  // the rest of the page goes on without it
     console.error("prefix-lab: a part of the page could not be drawn:", err);
@@ -220,10 +269,16 @@ async function drawNext() {
   else if (settledYet) idle(drawRest);
 }
 
-// Once the first answer is on screen: the documents not drawn yet whose place is shown, one at a time.
+// Once the first answer is on screen: the documents not drawn yet whose place is shown, one at a time; then
+// those hidden are made (not drawn), so that every model can be found.
 function drawRest() {
   const next = pageDocs?.find((d) => !d.queued && displayed(d));
-  if (next) want(next, false);
+  if (next) return want(next, false);
+  const unmade = pageDocs?.find((d) => !d.doc);
+  if (unmade) {
+    make(unmade);
+    idle(drawRest);
+  }
 }
 
 const idle = (fn) => (window.requestIdleCallback ? requestIdleCallback(fn, { timeout: 2000 }) : setTimeout(fn, 50));
@@ -313,35 +368,8 @@ function current(model, prop) {
 // what the reader sees, and a slider dragged redraws only the charts in view.
 function apply(patches, controlsToo = true) {
   applying = true;
-  let wrote = 0;
-  let held = 0;
   try {
-    const index = models();
-    for (const [name, props] of Object.entries(patches.bokeh ?? {})) {
-      const model = index.get(name);
-      if (!model || (!controlsToo && name.startsWith("ctl:"))) continue;
-      if (name.startsWith("ctl:")) written.set(name, props);
-      const changes = {};
-      for (const [prop, value] of Object.entries(props)) {
-        if (prop === "data") {  // redraw only the charts whose numbers changed
-          const text = JSON.stringify(value);
-          const before = drawn.get(name);  // none yet: the chart shows what the build drew, which may be this
-          if (before === undefined ? !same(current(model, "data"), columns(value)) : before !== text) {
-            changes.data = columns(value);
-          }
-          drawn.set(name, text);
-        } else if (!same(current(model, prop), value)) changes[prop] = value;
-      }
-      if (!Object.keys(changes).length) continue;
-      const d = docOf.get(model.document);
-      if (d?.drawn && !near(d)) {
-        deferred.set(name, { model, d, changes: { ...deferred.get(name)?.changes, ...changes } });
-        held += 1;
-      } else {
-        model.setv(changes);
-        wrote += 1;
-      }
-    }
+    const counts = writeModels(patches.bokeh ?? {}, controlsToo);
     const focused = document.activeElement;
     for (const [selector, patch] of Object.entries(patches.dom ?? {})) {
       for (const el of document.querySelectorAll(selector)) {
@@ -353,8 +381,49 @@ function apply(patches, controlsToo = true) {
         if (hadFocus && !document.contains(focused)) refocus(el, focused);
       }
     }
+    return counts;
   } finally {
     applying = false;
+  }
+}
+
+// The Bokeh part of `apply`: {model name: {prop: value}}. A model whose document is not made yet takes its
+// changes when it is (`make`); they count as held.
+function writeModels(bokeh, controlsToo) {
+  let wrote = 0;
+  let held = 0;
+  const index = models();
+  for (const [name, props] of Object.entries(bokeh)) {
+    if (!controlsToo && name.startsWith("ctl:")) continue;
+    const model = index.get(name);
+    const unmade = model ? null : holders.get(name);
+    if (unmade && !unmade.doc) {
+      unmade.pending = { ...unmade.pending, [name]: { ...unmade.pending?.[name], ...props } };
+      held += 1;
+      continue;
+    }
+    if (!model) continue;
+    if (name.startsWith("ctl:")) written.set(name, props);
+    const changes = {};
+    for (const [prop, value] of Object.entries(props)) {
+      if (prop === "data") {  // redraw only the charts whose numbers changed
+        const text = JSON.stringify(value);
+        const before = drawn.get(name);  // none yet: the chart shows what the build drew, which may be this
+        if (before === undefined ? !same(current(model, "data"), columns(value)) : before !== text) {
+          changes.data = columns(value);
+        }
+        drawn.set(name, text);
+      } else if (!same(current(model, prop), value)) changes[prop] = value;
+    }
+    if (!Object.keys(changes).length) continue;
+    const d = docOf.get(model.document);
+    if (d?.drawn && !near(d)) {
+      deferred.set(name, { model, d, changes: { ...deferred.get(name)?.changes, ...changes } });
+      held += 1;
+    } else {
+      model.setv(changes);
+      wrote += 1;
+    }
   }
   return { wrote, held };
 }
@@ -795,6 +864,7 @@ function changed(name, value, prop, live = false) {
 // layout declares them with the button), sent along as `inputs`.
 function action(request, inputNames = []) {
   if (applying) return;
+  for (const name of inputNames) if (holders.has(name)) make(holders.get(name));
   const index = models();
   const inputs = {};
   for (const name of inputNames) {

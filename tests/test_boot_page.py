@@ -225,11 +225,14 @@ def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_buil
     assert early and all(d["top"] < screen for d in early), early  # those a screen below wait for the answer
     assert not article & {d["figure"] for d in early}, early
     assert len(early) < timings["modelsMade"]["documents"] / 2
+    made = [m["index"] for m in timings["made"] if m["at"] < timings["ready"]]
+    assert sorted(made) == sorted(d["index"] for d in early), made  # made to be drawn: the rest wait too
     answer = timings["firstAnswer"]  # the worker's clock and the page's agree (bench/bench_page.py compares them)
     assert 0 < answer["sent"] < answer["taken"] + 1 and answer["taken"] <= timings["ready"], answer
     assert timings["changes"][0]["written"] == 0  # every chart and control already showed this answer
     assert metrics(page) == expected_metrics()
 
+    page.wait_for_function(f"Bokeh.documents.length === {timings['modelsMade']['documents']}", timeout=30_000)
     page.get_by_role("heading", name="The article's arithmetic").scroll_into_view_if_needed()
     far = page.evaluate("document.querySelector('.article-grid').getBoundingClientRect().bottom + scrollY")
     page.locator(".article-grid figure").last.scroll_into_view_if_needed()
