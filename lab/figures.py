@@ -50,10 +50,12 @@ from model import (
 )
 from model import crossover as crossing
 
-from .fleetview import PALETTE, memory_data, replica_colour
+from . import fleetview
+from .fleetview import PALETTE, memory_data, per_result, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
            "PALETTE", "embed_figures", "forget", "replica_colour", "fleet_key", "histogram", "hit_columns",
+           "ttft_histogram",
            "ttft_columns"]
 
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
@@ -221,6 +223,12 @@ def histogram(ttfts: Sequence[float]) -> dict:
     the dict returned may be shared, so it is never changed.
     """
     return _histogram(tuple(ttfts))
+
+
+@per_result
+def ttft_histogram(result: Result) -> dict:
+    """`histogram` of the result's TTFTs, remembered per result (the chart and the axes' fit both ask for it)."""
+    return histogram([rec.ttft_ms for rec in result.records])
 
 
 @functools.lru_cache(maxsize=8)
@@ -609,7 +617,7 @@ FLEET_CHARTS = (
     Figure("memory", "KV memory of the fleet over time",
            lambda c: {"src:memory": {"data": memory_data(c.result)}}, _memory_caption),
     Figure("dist", "Distribution of time to first token",
-           lambda c: {"src:dist": {"data": histogram([r.ttft_ms for r in c.result.records])}}, _dist_caption),
+           lambda c: {"src:dist": {"data": ttft_histogram(c.result)}}, _dist_caption),
 )
 ARTICLE_FIGURES: tuple[Figure, ...] = (
     Figure("crossover", "Warm but busy, or idle and cold?", _crossover_data, _crossover_caption,
@@ -664,7 +672,8 @@ _TREES: "OrderedDict[tuple, tuple[TreeSnapshot, ...]]" = OrderedDict()
 
 
 def forget() -> None:
-    """Drop the trees, joins and histograms remembered so far (see `lab.view.keep_first_answer`)."""
+    """Drop the trees, joins, histograms and memory series remembered so far (see `lab.view.keep_first_answer`)."""
+    fleetview.forget()
     _TREES.clear()
     _JOINS.clear()
     fleet_key.cache_clear()
