@@ -168,12 +168,12 @@ def _load_data(c: Context) -> dict[str, dict]:
     s = c.result.series
     t, replica, busy, backlog = [], [], [], []
     mids = _mids(c.result)
-    for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):
-        for mid, load, q in zip(mids, loads, queued):
-            t.append(mid)
-            replica.append(replica_name(i))
-            busy.append(round(min(load, 1.0) * 100, 1))
-            backlog.append(round(q, 3))
+    for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):  # a row at a time
+        n = min(len(mids), len(loads), len(queued))
+        t += mids[:n]
+        replica += [replica_name(i)] * n
+        busy += [round((1.0 if 1.0 < load else load) * 100, 1) for load in loads[:n]]  # min(load, 1.0)
+        backlog += [round(q, 3) for q in queued[:n]]
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
