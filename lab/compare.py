@@ -20,7 +20,7 @@ from typing import Any
 
 from model import Result
 
-from .figures import histogram, hit_columns, ttft_columns
+from .figures import hit_columns, ttft_columns, ttft_histogram
 from .fleetview import memory_data
 
 __all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "read_axes", "write_axes"]
@@ -65,7 +65,7 @@ def bounds(*results: Result | None) -> dict[str, float]:
         tops["ttft"] = max(tops["ttft"], *(v for v in s.ttft_p99_ms if v is not None), 0.0)
         memory = memory_data(r)
         tops["memory"] = max(tops["memory"], *memory["total"], *memory["evicted"], 0.0)
-        tops["dist"] = max(tops["dist"], *histogram([rec.ttft_ms for rec in r.records])["share"], 0.0)
+        tops["dist"] = max(tops["dist"], *ttft_histogram(r)["share"], 0.0)
     return {name: _nice(top * HEADROOM) for name, top in tops.items() if top > 0}
 
 
@@ -87,7 +87,7 @@ def base_patches(base: Result | None) -> dict[str, dict]:
                 "src:memory_base": {"data": {"t": [], "total": []}},
                 "src:dist_base": {"data": {"left": [], "right": [], "share": []}}}
     memory = memory_data(base)
-    dist = histogram([r.ttft_ms for r in base.records])
+    dist = ttft_histogram(base)
     return {
         "src:ttft_base": {"data": ttft_columns(base)},
         "src:hit_base": {"data": hit_columns(base)},

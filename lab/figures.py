@@ -20,7 +20,7 @@ Standard library, `model` only: this runs in the browser too.
 
 import functools
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -50,10 +50,12 @@ from model import (
 )
 from model import crossover as crossing
 
-from .fleetview import PALETTE, memory_data, replica_colour
+from . import fleetview
+from .fleetview import PALETTE, memory_data, per_result, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
            "PALETTE", "embed_figures", "forget", "replica_colour", "fleet_key", "histogram", "hit_columns",
+           "ttft_histogram",
            "ttft_columns"]
 
 # Scenario keys no simulation reads: the article's own examples and the API's prices.
@@ -166,12 +168,12 @@ def _load_data(c: Context) -> dict[str, dict]:
     s = c.result.series
     t, replica, busy, backlog = [], [], [], []
     mids = _mids(c.result)
-    for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):
-        for mid, load, q in zip(mids, loads, queued):
-            t.append(mid)
-            replica.append(replica_name(i))
-            busy.append(round(min(load, 1.0) * 100, 1))
-            backlog.append(round(q, 3))
+    for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):  # a row at a time
+        n = min(len(mids), len(loads), len(queued))
+        t += mids[:n]
+        replica += [replica_name(i)] * n
+        busy += [round((1.0 if 1.0 < load else load) * 100, 1) for load in loads[:n]]  # min(load, 1.0)
+        backlog += [round(q, 3) for q in queued[:n]]
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
@@ -223,6 +225,12 @@ def histogram(ttfts: Sequence[float]) -> dict:
     return _histogram(tuple(ttfts))
 
 
+@per_result
+def ttft_histogram(result: Result) -> dict:
+    """`histogram` of the result's TTFTs, remembered per result (the chart and the axes' fit both ask for it)."""
+    return histogram([rec.ttft_ms for rec in result.records])
+
+
 @functools.lru_cache(maxsize=8)
 def _histogram(ttfts: tuple[float, ...]) -> dict:
     if not ttfts:
@@ -230,8 +238,10 @@ def _histogram(ttfts: tuple[float, ...]) -> dict:
     lo = math.floor(math.log10(max(min(ttfts), 1.0)) * 10)
     hi = math.floor(math.log10(max(max(ttfts), 1.0)) * 10) + 1
     counts = [0] * (hi - lo)
-    for t in ttfts:
-        counts[min(hi - lo - 1, max(0, math.floor(math.log10(max(t, 1.0)) * 10) - lo))] += 1
+    floor, log10 = math.floor, math.log10
+    # Each value's bin counted first, then clamped once per bin (a few dozen) rather than once per value.
+    for b, n in Counter([floor(log10(t if t > 1.0 else 1.0) * 10) for t in ttfts]).items():
+        counts[min(hi - lo - 1, max(0, b - lo))] += n
     edges = [round(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
     return {"left": edges[:-1], "right": edges[1:], "count": counts,
             "share": [round(n / len(ttfts) * 100, 3) for n in counts]}
@@ -609,7 +619,7 @@ FLEET_CHARTS = (
     Figure("memory", "KV memory of the fleet over time",
            lambda c: {"src:memory": {"data": memory_data(c.result)}}, _memory_caption),
     Figure("dist", "Distribution of time to first token",
-           lambda c: {"src:dist": {"data": histogram([r.ttft_ms for r in c.result.records])}}, _dist_caption),
+           lambda c: {"src:dist": {"data": ttft_histogram(c.result)}}, _dist_caption),
 )
 ARTICLE_FIGURES: tuple[Figure, ...] = (
     Figure("crossover", "Warm but busy, or idle and cold?", _crossover_data, _crossover_caption,
@@ -664,7 +674,8 @@ _TREES: "OrderedDict[tuple, tuple[TreeSnapshot, ...]]" = OrderedDict()
 
 
 def forget() -> None:
-    """Drop the trees, joins and histograms remembered so far (see `lab.view.keep_first_answer`)."""
+    """Drop the trees, joins, histograms and memory series remembered so far (see `lab.view.keep_first_answer`)."""
+    fleetview.forget()
     _TREES.clear()
     _JOINS.clear()
     fleet_key.cache_clear()

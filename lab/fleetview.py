@@ -7,7 +7,10 @@ else). Each function returns new values; `lab.view.patches` places them.
   end to end, the longest stall, tokens a second, the offered load against
   the configured one); empty in lab mode.
 - `memory_data(result)`: the fleet's KV memory per time bin, split into
-  what running requests hold and what the prefix cache holds besides.
+  what running requests hold and what the prefix cache holds besides
+  (remembered per result: the chart and the axes' fit both ask for it).
+- `per_result(fn)`: `fn(result)` remembered for the last few results;
+  `forget()` drops every such memo.
 - `router_html(scenario, result)`: the chosen router's rule (from its
   class) and, with the approximate view, how often it guessed wrong.
 - `replicas_html(result)`: the per-replica table `prefix-lab run` prints
@@ -16,10 +19,12 @@ else). Each function returns new values; `lab.view.patches` places them.
   asks what the router saw; `explain_html(seen)`: that decision.
 """
 
+import functools
 import heapq
 import html
 import itertools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from model import ROUTERS, Result, Scenario
 
@@ -31,10 +36,42 @@ def replica_colour(i: int) -> str:
     """One colour per replica, the same in every chart and table that tells replicas apart."""
     return REPLICA_COLOURS[i % len(REPLICA_COLOURS)]
 
-__all__ = ["EXPLAIN_ROWS", "PALETTE", "explain_html", "memory_data", "replica_colour", "replicas_html", "router_html",
-           "serving_html", "slowest_html"]
+__all__ = ["EXPLAIN_ROWS", "PALETTE", "RESULTS_KEPT", "explain_html", "forget", "memory_data", "per_result", "replica_colour",
+           "replicas_html", "router_html", "serving_html", "slowest_html"]
 
 EXPLAIN_ROWS = 8  # slowest requests listed with a "what the router saw" button
+RESULTS_KEPT = 4  # results whose derived values `per_result` remembers (an answer draws at most two runs)
+T = TypeVar("T")
+_KEPT: list[list] = []  # every `per_result` memo, for `forget`
+
+
+def per_result(fn: Callable[[Result], T]) -> Callable[[Result], T]:
+    """`fn(result)`, remembered for the last `RESULTS_KEPT` results by identity.
+
+    A result is never changed once made, so what `fn` derives from it is a function of the object alone; the
+    memo holds each result it answers for, so no other object can take over its id. Callers must not change
+    the value returned: the next caller gets the same one.
+    """
+    kept: list[tuple[Result, T]] = []
+    _KEPT.append(kept)
+
+    @functools.wraps(fn)
+    def remembered(result: Result) -> T:
+        for known, value in kept:
+            if known is result:
+                return value
+        value = fn(result)
+        kept.insert(0, (result, value))
+        del kept[RESULTS_KEPT:]
+        return value
+
+    return remembered
+
+
+def forget() -> None:
+    """Drop what `per_result` remembers (and with it the results it holds)."""
+    for kept in _KEPT:
+        kept.clear()
 
 
 def serving_html(result: Result) -> str:
@@ -58,6 +95,7 @@ def serving_html(result: Result) -> str:
     return f'<h3>Serving mode on {html.escape(result.hardware)}</h3><ul class="figures">{rows}</ul>'
 
 
+@per_result
 def memory_data(result: Result) -> dict[str, list[Any]]:
     """Per bin (at its end), the fleet's KV tokens held by running requests, the cached prefixes they pin, and
     the cache besides; and per bin (at its middle, `mid`), the tokens evicted in it; in thousands."""

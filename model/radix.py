@@ -12,15 +12,28 @@ Invariants, checked by `check_invariants()`:
 - only unlocked leaves are evicted, least recently used first, so a shared
   trunk outlives the twigs hanging off it.
 
-Recency is a per-tree counter bumped on every touch, never a wall clock, so
-ties cannot happen and runs are reproducible.
+Recency is a counter (`Clock`) bumped on every touch, never a wall clock, so
+ties cannot happen and runs are reproducible. Each tree has its own unless
+trees are given one to share (`model.tree` does, to note when every tree was
+touched with one number per event): a shared clock only leaves gaps between
+one tree's stamps, and eviction compares a tree's stamps with each other
+alone, so it evicts the same leaves in the same order.
 """
 
 import heapq
 import itertools
 from collections.abc import Hashable, Sequence
 
-__all__ = ["Node", "RadixTree"]
+__all__ = ["Clock", "Node", "RadixTree"]
+
+
+class Clock:
+    """A recency counter: `now` is the stamp of the latest touch of any tree that reads this clock."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0
 
 
 class Node:
@@ -42,10 +55,10 @@ class Node:
 class RadixTree:
     """Prefix cache of one replica, holding at most `capacity` tokens."""
 
-    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "evicted_tokens", "_clock", "_heap", "_nodes",
+    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "evicted_tokens", "clock", "_heap", "_nodes",
                  "_seq")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, clock: Clock | None = None) -> None:
         if capacity < 0:
             raise ValueError(f"capacity must be 0 or more tokens, got {capacity}")
         self.capacity = capacity
@@ -54,7 +67,7 @@ class RadixTree:
         self.total_tokens = 0
         self.locked_tokens = 0
         self.evicted_tokens = 0  # every token evicted so far
-        self._clock = 0
+        self.clock = Clock() if clock is None else clock  # stamps touches; may be shared with other trees
         self._heap: list[tuple[int, int, Node]] = []  # (stamp, seq, node) of unlocked leaves, lazily pruned
         self._nodes = 0
         self._seq = itertools.count()  # orders heap entries without comparing nodes
@@ -120,8 +133,9 @@ class RadixTree:
                 end += 1
         if end == i:
             return node, 0
-        self._clock += 1
-        leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), self._clock)
+        clock = self.clock
+        clock.now += 1
+        leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), clock.now)
         node.children[keys[i]] = leaf
         self.total_tokens += added
         self._nodes += 1
@@ -177,8 +191,9 @@ class RadixTree:
         From `start` (a node ending at `keys[:at]`; tokens are then counted from it), the walk is the one
         from the root, less the descent to `start`.
         """
-        self._clock += 1
-        stamp = self._clock
+        clock = self.clock
+        clock.now += 1
+        stamp = clock.now
         keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
         node, i, matched, n = self.root if start is None else start, at, 0, len(keys)
         while i < n:

@@ -18,13 +18,12 @@ import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Sequence
-from operator import attrgetter
 from typing import NamedTuple
 
 from .config import Scenario
 from .engine import Run
 from .metrics import Result
-from .radix import Node, RadixTree
+from .radix import Clock, Node, RadixTree
 from .serving_run import ServingRun
 from .traffic import Request
 
@@ -114,11 +113,15 @@ def _stepped(run: "Run | ServingRun", scenario: Scenario, at_s: float | None, re
     before: list[dict[int, tuple[Hashable, int]]] | None = None
     heap = loop._heap  # noqa: SLF001 -- the loop's own queue: stop exactly where `run(until)` would
 
-    # After every event, every tree's recency counter, flat (event by event, replica by replica), and the
-    # event's time: a node's last touch is the first event after which its tree's counter reached the node's
-    # stamp. Read with C calls alone (no Python loop over the trees per event); 4 bytes per tree per event.
+    # Every tree reads one shared clock from here on (each still evicts in its own order: model/radix.py),
+    # so after every event one number says how far all of them have got, noted with the event's time: a
+    # node's last touch is the first event after which the clock reached the node's stamp.
     trees = [r.tree for r in replicas]  # replica i is replicas[i]
-    clock_of = attrgetter("_clock")
+    if any(t.clock.now or t.root.children for t in trees):
+        raise RuntimeError("_stepped needs a run whose trees nothing has touched yet")
+    clock = Clock()
+    for t in trees:
+        t.clock = clock
     ticks = array("i")
     tick_times: list[float] = []
 
@@ -130,19 +133,18 @@ def _stepped(run: "Run | ServingRun", scenario: Scenario, at_s: float | None, re
         time, _, _, action, args = pop(heap)  # `loop.step()`, written out: it runs once per event
         loop.now = time
         action(*args)
-        ticks.extend(map(clock_of, trees))
+        ticks.append(clock.now)
         tick_times.append(time)
     now = loop.now if at_s is None else end
     if before is None:
         before = [prefixes.cached(r.tree) for r in replicas]
-    n = len(trees)
-    return tuple(_snapshot(r.index, r.tree, now, recent, before[r.index], prefixes, tick_times, ticks[r.index::n])
+    return tuple(_snapshot(r.index, r.tree, now, recent, before[r.index], prefixes, tick_times, ticks)
                  for r in replicas)
 
 
 def _snapshot(index: int, tree: RadixTree, now: float, recent: float, before: dict[int, tuple[Hashable, int]],
               prefixes: _Prefixes, times: list[float], clocks: Sequence[int]) -> TreeSnapshot:
-    """`tree` as a snapshot; `clocks[k]` is its recency counter after the event at `times[k]` (never lower later)."""
+    """`tree` as a snapshot; `clocks[k]` is its clock after the event at `times[k]` (never lower later)."""
     nodes: list[TreeNode] = []
     held: set[int] = set()
     stack: list[tuple[Node, int, int]] = [(n, -1, 0) for n in tree.root.children.values()]

@@ -19,7 +19,7 @@ def shape(tree: RadixTree) -> tuple:
             here = path + child.keys
             out.append((here, child.sizes, child.stamp, child.lock_ref))
             stack.append((here, child))
-    return (sorted(out, key=repr), tree.total_tokens, tree.locked_tokens, tree.evicted_tokens, tree._clock)
+    return (sorted(out, key=repr), tree.total_tokens, tree.locked_tokens, tree.evicted_tokens, tree.clock.now)
 
 
 def prompt(rng: random.Random) -> tuple[tuple, tuple]:
