@@ -42,7 +42,8 @@ function setState(state, text) {
 // on this page), and each read that follows one of Bokeh's own writes to the page recomputes styles:
 // about 30 ms of every change. This site defines no `--bk-*` property anywhere (tests/test_page_speed.py
 // checks every file it ships), so each of those reads is the empty string: it is answered as such.
-// The plot's own font size, which CSS does set, is read once per script run instead of once per label,
+// The plot's own font size, which CSS does set, is read once until the running script's microtasks are
+// done instead of once per label,
 // as BokehJS's next release does for all of them (bokeh/bokeh#15205).
 function quickerStyleReads() {
   const { VisualProperties } = Bokeh.require("core/visuals/visual");
@@ -70,8 +71,12 @@ try {
 
 function bokehReady() {
   if (!pageDocs) return window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents.every((d) => d.is_idle);
-  return !drawing && pageDocs.every((d) => (d.drawn ? d.failed || d.doc.is_idle : !shown(d)));
+  return !drawing && pageDocs.every((d) => (d.drawn ? d.failed || d.doc.is_idle : !waitedFor(d)));
 }
+
+// An undrawn document the first answer waits for: on screen, as the observers and the geometry both say
+// (drawNext draws nothing else before that answer, so the two must agree).
+const waitedFor = (d) => shown(d) && inView(d);
 
 // -- the page's documents, drawn as they come into view -----------------------------------
 //
@@ -82,7 +87,8 @@ function bokehReady() {
 // those hidden are made, not drawn. Making the 28 documents off screen first cost 80-160 ms before the
 // first chart could be drawn. One document is drawn per task, so an answer that arrives meanwhile is
 // applied between two.
-let pageDocs = null;  // [{doc, elements, places, drawn, queued, failed}] in page order; null where Bokeh's own embed ran
+// [{json, doc, pending, elements, places, drawn, queued, failed}] in page order; null where Bokeh's own embed ran
+let pageDocs = null;
 let drawing = false;
 const toDraw = [];  // documents waiting to be drawn, those on screen first
 const onScreen = new Set();  // the places (see `place`) in the viewport now
@@ -128,12 +134,12 @@ const nearby = new Set();  // the places within a screen of the viewport
 const docOf = new Map();  // Bokeh document -> its entry in pageDocs
 const holders = new Map();  // model name or tag -> the entry in pageDocs whose document holds it
 let Document = null;  // BokehJS's, once it has loaded
-const deferred = new Map();  // model name -> {model, d, changes}: held while far from view (see apply)
+const deferred = new Map();  // model name -> {model, d, changes}: held while far from view (see writeModels)
 let looked = false;  // whether the browser has said what is on screen yet (a frame out of view may not say at all)
 
 // The charts are drawn once every document on screen is (timings.chartsDrawn).
 function drawnOnScreen() {
-  if (timings.chartsDrawn === null && looked && pageDocs.every((d) => d.drawn || !shown(d))) {
+  if (timings.chartsDrawn === null && looked && pageDocs.every((d) => d.drawn || !waitedFor(d))) {
     timings.chartsDrawn = performance.now();
   }
 }
@@ -143,7 +149,11 @@ window.prefixLabEmbed = (docsJson, items) => {
   ({ Document } = Bokeh.require("document"));
   const { unescape } = Bokeh.require("core/util/string");  // the data block is HTML-escaped, as embed_items reads it
   const json = typeof docsJson === "string" ? JSON.parse(unescape(docsJson)) : docsJson;
-  shareDefinitions(Object.values(json));
+  try {
+    shareDefinitions(Object.values(json));
+  } catch (err) {  // another BokehJS than the one the site ships: each document decodes its own
+    console.info("prefix-lab: Panel's model definitions are decoded per document:", String(err));
+  }
   pageDocs = items.map((item) => {
     const elements = item.root_ids.map((id) => document.getElementById(item.roots[id]));
     const d = { json: json[item.docid], doc: null, pending: null, elements, places: elements.map(place), drawn: false,
@@ -197,8 +207,15 @@ function shareDefinitions(docs) {
 // them wait in `pending` (see apply) and are written once they are made.
 function make(d) {
   if (d.doc) return d.doc;
+  if (d.failed) return null;
   const t0 = performance.now();
-  d.doc = Document.from_json(d.json);
+  try {
+    d.doc = Document.from_json(d.json);
+  } catch (err) {
+    d.failed = true;  // the rest of the page goes on without it
+    console.error("prefix-lab: a part of the page could not be made:", err);
+    return null;
+  }
   timings.made.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0 });
   d.json = null;
   docOf.set(d.doc, d);
@@ -274,7 +291,7 @@ async function drawNext() {
 function drawRest() {
   const next = pageDocs?.find((d) => !d.queued && displayed(d));
   if (next) return want(next, false);
-  const unmade = pageDocs?.find((d) => !d.doc);
+  const unmade = pageDocs?.find((d) => !d.doc && !d.failed);
   if (unmade) {
     make(unmade);
     idle(drawRest);
@@ -360,8 +377,8 @@ function current(model, prop) {
   }
 }
 
-// `controlsToo` is false while more changes are queued: writing an older state into the
-// widgets then would pull a slider back from under the person dragging it.
+// `controlsToo` is false while more changes are queued or one is being worked out: writing an older state
+// into the widgets then would pull a slider back from under the person dragging it.
 // Returns how many Bokeh models it wrote and how many it held (timings.changes[].written, .held). A drawn
 // chart more than a screen away from the viewport is not redrawn at once: its changes are held until it
 // comes near (`release`) or, once the answers have settled, the browser is idle (`catchUp`): a change costs
@@ -404,6 +421,7 @@ function writeModels(bokeh, controlsToo) {
     }
     if (!model) continue;
     if (name.startsWith("ctl:")) written.set(name, props);
+    const heldNow = deferred.get(name)?.changes;  // what the chart will show once written: compared with that
     const changes = {};
     for (const [prop, value] of Object.entries(props)) {
       if (prop === "data") {  // redraw only the charts whose numbers changed
@@ -413,7 +431,7 @@ function writeModels(bokeh, controlsToo) {
           changes.data = columns(value);
         }
         drawn.set(name, text);
-      } else if (!same(current(model, prop), value)) changes[prop] = value;
+      } else if (!same(prop in (heldNow ?? {}) ? heldNow[prop] : current(model, prop), value)) changes[prop] = value;
     }
     if (!Object.keys(changes).length) continue;
     const d = docOf.get(model.document);
@@ -580,6 +598,7 @@ let runtime = null;  // the worker's "ready": {id, shared, frames} (how many fra
 let bootTimer = null;
 let workTimer = null;
 let goodHash = hash;  // the state of the last view applied: where a stopped change goes back to
+let showing = 0;  // answers taken from the worker and not yet written and painted
 let stopped = "";  // why the last change was stopped, shown once the new worker is ready
 
 function startWorker(early = null) {
@@ -677,7 +696,7 @@ function enqueue(request) {
 function settleState() {
   if (queue.length) {
     pump();
-  } else if (!inFlight) {  // else the next change is being worked out already
+  } else if (!inFlight && showing === 0) {  // else the next change is being worked out, or an answer written
     if (timings.ready === null) timings.ready = performance.now();
     settle();
     catchUp();
@@ -713,21 +732,27 @@ async function onMessage(event) {
       pump();
       return;
     }
-    await whenBokehReady();
+    // The state this answer leads to, at once: a change made while the page waits to draw it is a change to it.
     hash = goodHash = msg.view.hash;
     stopped = "";
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
-    // A change that came meanwhile (a slider still moving) goes to the worker now, against the state just
-    // answered: it is worked out while this answer is written and painted, not after.
-    if (workerReady) pump();
-    const moving = queue.length > 0 || inFlight !== null;
-    const { wrote, held } = apply(msg.view.patches, !moving);  // a control still moving is not written back
-    document.querySelector(".controls.pending")?.classList.remove("pending");
-    await nextPaint();  // let Bokeh paint
-    nameInputs();
-    if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote, held });
-    if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
+    showing += 1;
+    try {
+      await whenBokehReady();
+      // A change that came meanwhile (a slider still moving) goes to the worker now, against the state just
+      // answered: it is worked out while this answer is written and painted, not after.
+      if (workerReady) pump();
+      const moving = queue.length > 0 || inFlight !== null;
+      const { wrote, held } = apply(msg.view.patches, !moving);  // a control still moving is not written back
+      document.querySelector(".controls.pending")?.classList.remove("pending");
+      await nextPaint();  // let Bokeh paint
+      nameInputs();
+      if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote, held });
+      if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
+    } finally {
+      showing -= 1;
+    }
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
     if (msg.view.fetch) fetchTrace(msg.view.fetch);
@@ -743,7 +768,10 @@ async function onMessage(event) {
     }
     if (statusText) statusText.textContent = `That change could not be simulated (${msg.message}); the numbers shown are the last good ones.`;
     if (queue.length) pump();
-    else root.dataset.lab = "ready";
+    else if (showing === 0) {
+      root.dataset.lab = "ready";
+      catchUp();
+    }
   }
 }
 
