@@ -6,6 +6,7 @@ bridge answers those reads with what they would give, the empty string; the plot
 does set, is read once per script run. How much that saves is printed by bench/bench_page.py.
 """
 
+import json
 import re
 
 import pytest
@@ -112,3 +113,29 @@ def test_panels_model_definitions_are_decoded_once_for_all_the_documents(fresh_l
                 known: docs[0].defs.filter(d => resolver.get(d.name, null) !== null).length};
     }""")
     assert names["count"] > 10 and names["known"] == len(names["names"]) > 0, names
+
+
+def test_a_part_that_cannot_be_made_is_left_out_and_the_rest_of_the_page_is_made(guarded, server):
+    """The last of the page's documents names a model BokehJS does not have: it is left out (and said so in the
+    console), and the first answer, the charts on screen and every other document are still made and drawn."""
+    def broken(route):
+        response = route.fetch()
+        body = response.text()
+        block = re.search(r'(<script type="application/json" id="[^"]+">)(.*?)(</script>)', body, re.S)
+        docs = json.loads(block.group(2))
+        docs[list(docs)[-1]]["roots"][0]["name"] = "NoSuchModel"
+        route.fulfill(response=response, body=body[:block.start(2)] + json.dumps(docs) + body[block.end(2):])
+
+    context, guard, watch = guarded
+    page = watch(context.new_page())
+    page.route(re.compile(r".*/(index\.html)?$"), broken)
+    page.goto(server["url"])
+    page.wait_for_function(READY, timeout=90_000)
+    assert metrics(page) == expected_metrics()
+    documents = page.evaluate("window.prefixLab.timings.modelsMade.documents")
+    page.keyboard.press("End")  # every part comes near
+    page.wait_for_function(f"window.prefixLab.undrawn === 0 && window.prefixLab.timings.made.length === {documents - 1}",
+                           timeout=60_000)
+    said = [e for e in guard.errors if "NoSuchModel" in e or "a part of the page could not be drawn" in e]
+    assert any("could not be made" in e for e in said), guard.errors
+    guard.errors[:] = [e for e in guard.errors if e not in said]  # the ones we caused; any other still fails
