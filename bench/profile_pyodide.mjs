@@ -1,6 +1,7 @@
 // Where the time of one control change goes under Pyodide (run by bench/profile_pyodide.py):
 // the page's view code answers the requests in REQUESTS_JSON, each timed for five new setups (other
-// seeds), five repeats and five other replica counts on the same seed, then profiled for a new setup.
+// seeds), five repeats and five other replica counts on the same seed, then profiled for a new setup
+// (each row: {label, request, new, fleet, profiled}, the requests profile_pyodide.py made).
 //   node profile_pyodide.mjs PYODIDE_DIR WHEEL REQUESTS_JSON
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -17,21 +18,6 @@ try {
 import cProfile, io, json, pstats, time
 from js import process
 from lab import view
-
-def seeded(request, seed):
-    """The request for another seed: a setup the view has not computed yet (no memo to hit)."""
-    return {**request, "hash": "&".join(filter(None, [request["hash"], f"seed={seed}"]))}
-
-
-def refleeted(request):
-    """Five other replica counts, nearest first, on the request's seed (a replicas slider dragged): new runs
-    of the traffic the request itself sent."""
-    n = (request.get("controls") or {}).get("ctl:fleet.replicas")
-    if n is None:
-        n = int(dict(p.split("=") for p in request["hash"].split("&") if p).get("fleet.replicas", 4))
-    counts = sorted((v for v in range(1, 17) if v != n), key=lambda v: (abs(v - n), -v))[:5]
-    return [{**request, "controls": {"ctl:fleet.replicas": v}} for v in counts]
-
 
 def cpu_ms():
     """CPU time of this Node process (Pyodide runs on its one thread): steadier than the clock on a busy machine."""
@@ -52,17 +38,18 @@ def timed(requests):
 
 
 out = []
-for label, request in json.loads(requests_json):
+for row in json.loads(requests_json):  # profile_pyodide.py writes each row's requests (its seeded, refleeted)
+    label, request = row["label"], row["request"]
     view.handle_json(json.dumps(request))  # imports, first-use costs
-    new = timed([seeded(request, seed) for seed in range(2, 7)])
+    new = timed(row["new"])
     seen = timed([request] * 5)
     view._ANSWERS.clear()  # the counts the rows before asked for are new setups here too
     view._RUNS.clear()
     view.handle_json(json.dumps(request))  # the page's last answer: its traffic is the one the next run sends
-    fleet = timed(refleeted(request))
+    fleet = timed(row["fleet"])
     profile = cProfile.Profile()
     profile.enable()
-    view.handle_json(json.dumps(seeded(request, 7)))
+    view.handle_json(json.dumps(row["profiled"]))
     profile.disable()
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats(SORT).print_stats(ROWS)

@@ -71,7 +71,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wheel = Path(tmp) / _write_wheel(Path(tmp) / "wheels")
         requests = Path(tmp) / "requests.json"
-        requests.write_text(json.dumps(REQUESTS))
+        requests.write_text(json.dumps([
+            {"label": label, "request": request, "new": [seeded(request, s) for s in range(2, 7)],
+             "fleet": refleeted(request), "profiled": seeded(request, 7)} for label, request in REQUESTS]))
         done = subprocess.run([node, str(ROOT / "bench" / "profile_pyodide.mjs"), str(pyodide_dir()), str(wheel),
                                str(requests)], capture_output=True, text=True, timeout=600)
     if done.returncode:

@@ -2,7 +2,7 @@
 
 import json
 
-from model import Replica, Request
+from model import Replica, Request, Scenario, ScenarioError, spec_of
 
 
 def request(rid, keys, sizes=None, system_prompt=0, arrival_s=0.0, session=0, turn=0):
@@ -68,3 +68,19 @@ def asset(site, name):
         return names[name]
     folder, _, rest = name.partition("/")
     return names[folder + "/"] + rest
+
+
+def another_value(scenario: Scenario, key: str) -> Scenario | None:
+    """`scenario` with `key` set to some other value it may hold, or None if none is accepted."""
+    spec, now = spec_of(key), scenario.to_text()[key]
+    tries = ["surge@10+5"] if key == "events" else [*spec.choices, "true", "false", "off", spec.lo, spec.hi, 1, 3]
+    for value in tries:
+        if value is None or str(value) == now:
+            continue
+        try:
+            changed = scenario.with_text({key: str(value)})
+        except ScenarioError:
+            continue
+        if changed.to_text()[key] != now:
+            return changed
+    return None

@@ -2,27 +2,12 @@
 run from remembered traffic is the run `simulate` makes."""
 
 import pytest
+from helpers import another_value
 
 import lab.view as view
-from model import KEYS, Scenario, ScenarioError, TooManyRequests, generate, simulate, spec_of, traffic_key
+from model import KEYS, Scenario, TooManyRequests, generate, simulate, traffic_key
 
 LIMIT = view.PAGE_BUDGET
-
-
-def another_value(scenario: Scenario, key: str) -> Scenario | None:
-    """`scenario` with `key` set to some other value it may hold, or None if none is accepted."""
-    spec, now = spec_of(key), scenario.to_text()[key]
-    tries = ["surge@10+5"] if key == "events" else [*spec.choices, "true", "false", "off", spec.lo, spec.hi, 1, 3]
-    for value in tries:
-        if value is None or str(value) == now:
-            continue
-        try:
-            changed = scenario.with_text({key: str(value)})
-        except ScenarioError:
-            continue
-        if changed.to_text()[key] != now:
-            return changed
-    return None
 
 
 @pytest.mark.parametrize("text", [{}, {"dynamic_text": "top", "events": "burst@30+20x2,timestamp@90"}],

@@ -9,13 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import READY
+from helpers import another_value
 from hypothesis import given
 from hypothesis import strategies as st
 
 import lab.missionview as missionview
 import lab.view as view
 from lab.figures import FIGURES, Context, fleet_key
-from model import KEYS, Scenario, ScenarioError, simulate, simulate_with_trees, spec_of, tree_at
+from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
 from model.routers import View
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
@@ -113,22 +114,6 @@ def test_figures_drawn_from_memory_are_the_figures_drawn_afresh():
         remembered = view.handle(request)
         assert json.dumps(remembered, separators=(",", ":")) == fresh(request)
         hash_ = remembered["hash"]
-
-
-def another_value(scenario: Scenario, key: str) -> Scenario | None:
-    """`scenario` with `key` set to some other value it may hold, or None if none is accepted."""
-    spec, now = spec_of(key), scenario.to_text()[key]
-    tries = ["surge@10+5"] if key == "events" else [*spec.choices, "true", "false", "off", spec.lo, spec.hi, 1, 3]
-    for value in tries:
-        if value is None or str(value) == now:
-            continue
-        try:
-            changed = scenario.with_text({key: str(value)})
-        except ScenarioError:
-            continue
-        if changed.to_text()[key] != now:
-            return changed
-    return None
 
 
 @pytest.mark.parametrize("text", [{}, {"hardware.preset": "llama8b_a100"}], ids=["lab", "a100"])
