@@ -548,6 +548,29 @@ def _fanout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _conformance(args: argparse.Namespace) -> int:
+    from .conformance import ConformanceError, read_decisions, replay
+    try:
+        header, decisions = read_decisions(args.file)
+    except ConformanceError as exc:
+        raise UsageError(str(exc)) from None
+    result = replay(header, decisions)
+    if args.json:
+        _out(json.dumps({k: result[k] for k in ("decisions", "agree", "by_cause")}))
+        return 0
+    _out(f"{header['router']}, cache_aware, {header['workers']} workers: threshold {header['cache_threshold']}, "
+         f"balance {header['balance_abs_threshold']} and x{header['balance_rel_threshold']}")
+    for d in result["disagreements"][:20]:
+        _out(f"  decision {d['decision']} at {d['t']:.3f} s: lab {d['ours']}, router {d['router']} "
+             f"({d['cause']}; match rate {d['match_rate']:.3f}, in flight {d['in_flight']})")
+    if len(result["disagreements"]) > 20:
+        _out(f"  ... and {len(result['disagreements']) - 20} more")
+    for cause, n in result["by_cause"].items():
+        _out(f"{n:>6d}  {cause}")
+    _out(f"agree {result['agree']} of {result['decisions']}")
+    return 0
+
+
 def _notes(notes: list[str]) -> None:
     for note in notes:
         _out(f"note: {note}")
@@ -631,8 +654,10 @@ def parser() -> argparse.ArgumentParser:
     score.add_argument("--json", action="store_true", help="print as JSON")
     score.set_defaults(func=_score)
 
+    from .conformance import add_conformance_verb
     from .sweep import add_sweep_verb
     from .traces import add_replay_verb
+    add_conformance_verb(verbs).set_defaults(func=_conformance)
     add_replay_verb(verbs).set_defaults(func=_replay)
     add_sweep_verb(verbs).set_defaults(func=_sweep)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",

@@ -2,11 +2,13 @@
 
 A `Dispatcher` belongs to one run. For each request it makes the `View`
 (the exact trees, or with `router.view=approximate` the router's own
-`Memory`), asks the policy to choose (unless `force` names the replica, for
+`Memory`; a policy with an index of its own, `own_view`, ignores both),
+asks the policy to choose (unless `force` names the replica, for
 counterfactuals; the policy still chooses, so its own state moves as it
 would), tells `watch` of the decision, and then, with the approximate view,
 counts how many of the tokens it believed cached were not there and
-remembers what it sent. The engines do the rest.
+remembers what it sent (a policy with its own index counts its own
+`believed_tokens`). The engines do the rest.
 """
 
 from collections.abc import Callable, Sequence
@@ -23,13 +25,16 @@ __all__ = ["Dispatcher", "held_elsewhere"]
 class Dispatcher:
     """One run's router: choose a replica per request, keeping the router's memory and its errors."""
 
-    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated")
+    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes")
 
     def __init__(self, scenario: Scenario, force: dict[int, int] | None = None) -> None:
         r = scenario.router
         self.kind = r.kind
         self.policy = make_router(scenario)
-        self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" else None
+        own = getattr(self.policy, "own_view", False)  # a router that keeps its own index (sglang) ignores router.view
+        self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" and not own else None
+        self.notes: tuple[str, ...] = ((f"The {self.policy.label} keeps its own tree of the text it routed: what the "
+                                        "router knows (router.view) does not apply to it",) if own else ())
         self.force = force or {}  # request id -> replica, overriding the policy
         self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
         self.believed = 0  # tokens the router believed cached on the replicas it chose
@@ -43,7 +48,11 @@ class Dispatcher:
             raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")
         if self.watch is not None:
             self.watch(view, index)
-        if self.memory is not None:
+        own = getattr(self.policy, "believed_tokens", None)
+        if own is not None:
+            self.believed += own
+            self.overestimated += max(0, own - view.actual(index))
+        elif self.memory is not None:
             believed = view.matched(index)
             self.believed += believed
             self.overestimated += max(0, believed - view.actual(index))

@@ -89,6 +89,7 @@ class Run:
             for r in self.replicas:
                 r.fetcher = self._fetch
         self.dispatch = Dispatcher(scenario, force)
+        self.notes += self.dispatch.notes
         self.loop = EventLoop()
         self.served: list[Served] = []
         self.bin_s = scenario.duration_s / BINS

@@ -26,6 +26,8 @@ from .explainers import fetch_plan, fleet_link
 from .hardware import profile_of
 from .memory import Memory
 from .rng import stream
+from .sglang import Decision, SGLangRouter
+from .text import CHARS_PER_TOKEN, Renderer
 
 if TYPE_CHECKING:
     from .config import Scenario
@@ -362,42 +364,57 @@ class PrefixLoadAware:
 
 
 class SGLang:
-    """SGLang's cache-aware router: balance first, then the best match rate, else the smallest tree.
+    """SGLang's router (sgl-router 0.3.2, `cache_aware`), as its launcher runs it, on what it knows itself.
 
-    Pinned to sgl-router's `policies/cache_aware.rs` (sglang commit 026f853)
-    with `CacheAwareConfig::default()`: if the fleet is imbalanced, that is
-    max - min in-flight > `router.balance_abs_threshold` (32) and max >
-    min x `router.balance_rel_threshold` (1.1), take the replica with the
-    fewest requests in flight. Otherwise take the replica with the highest
-    match rate (believed matched tokens / prompt tokens) if that rate exceeds
-    `router.cache_threshold` (0.5), else the replica with the smallest tree.
-    (Its command line defaults differ: 0.3, 64 and 1.5; newer versions fall
-    back to the least loaded rather than the smallest tree.)
+    The rule is `sglang.SGLangRouter`'s: if the fleet is imbalanced (max -
+    min in flight > `router.balance_abs_threshold`, 64, and max > min x
+    `router.balance_rel_threshold`, 1.5), the fewest in flight; else the
+    worker its tree names for the longest routed prefix if the match rate
+    exceeds `router.cache_threshold` (0.3); else the fewest in flight.
+    Ties go to the lowest index (the router's worker order).
+
+    What it knows is its own: a tree of the prompt text it routed (one for
+    the fleet, nodes tagged by replica, cut to `router.max_tree_chars` per
+    replica every `router.eviction_interval_s` seconds of simulated time),
+    never the replicas' caches, their evictions or the answers; `router.view`
+    does not apply. Prompts become text by `text.Renderer` (4 characters a
+    token, so character matches stop where segment matches do). Its load is
+    the replica's requests in flight: sent and not yet answered in full
+    (serving mode counts decoding ones; in lab mode nothing decodes, so a
+    request leaves the count when its prefill ends).
     """
 
     key: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang router"
-    rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows a match above half the prompt, "
-                           "else the smallest tree")
+    rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows its own tree of routed text above "
+                           "a match threshold, else the least loaded")
+    own_view: ClassVar[bool] = True  # knows what it routed, not the trees: `router.view` does not apply
 
     def __init__(self, scenario: Scenario) -> None:
-        r = scenario.router
-        self.cache_threshold = r.cache_threshold
-        self.abs_threshold = r.balance_abs_threshold
-        self.rel_threshold = r.balance_rel_threshold
+        self.settings = scenario.router
+        self.router: SGLangRouter | None = None  # made at the first decision, for the replicas routed between
+        self.renderer = Renderer()
+        self.believed_tokens = 0  # tokens its tree held for the chosen replica, at the last decision
+        self.note_beliefs = False  # set to keep `beliefs`, the tree's held tokens for every replica, per decision
+        self.beliefs: list[int] = []
+        self.last: Decision | None = None
 
     def choose(self, view: View) -> int:
-        loads = [view.in_flight(i) for i in range(len(view))]
-        high, low = max(loads), min(loads)
-        if high - low > self.abs_threshold and high > low * self.rel_threshold:
-            return view.fewest_in_flight()
-        best = view.longest_match()
-        prompt = view.request.prompt_tokens
-        if prompt and view.matched(best) / prompt > self.cache_threshold:
-            return best
-        now = view.now
-        return min(view.replicas, key=lambda r: (view.tree_tokens(r.index), r.backlog(now), r.last_routed,
-                                                 r.index)).index
+        router = self.router
+        if router is None:
+            r = self.settings
+            router = self.router = SGLangRouter(len(view), r.cache_threshold, r.balance_abs_threshold,
+                                                r.balance_rel_threshold, r.eviction_interval_s, r.max_tree_chars)
+        request = view.request
+        text = self.renderer.prompt(request.keys, request.sizes)
+        replicas = view.replicas
+        decision = self.last = router.decide(text, [r.in_flight() for r in replicas], view.now)
+        index = decision.worker
+        if self.note_beliefs:
+            self.beliefs = [router.tree.held(text, i) // CHARS_PER_TOKEN for i in range(len(replicas))]
+        self.believed_tokens = router.tree.held(text, index) // CHARS_PER_TOKEN
+        router.routed(text, index)
+        return index
 
 
 class Cost:

@@ -91,6 +91,7 @@ class ServingRun:
             for r in self.replicas:  # handed-over sequences with nothing left to match
                 r.guard_s = fleet.queue_guard_s
         self.dispatch = Dispatcher(scenario, force)
+        self.notes += self.dispatch.notes
         self.served: list[Seq] = []
         self.rejected: list[Request] = []
         self.sent = 0  # requests sent so far: the next one's id

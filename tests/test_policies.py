@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from model import Run, Scenario, View, simulate, stream
 from model.memory import Memory
-from model.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware, SGLang
+from model.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware
 
 
 def scenario(**text):
@@ -110,34 +110,6 @@ def test_prefix_load_aware_on_an_idle_fleet_is_not_least_loaded():
     warm(reps[1], ["s"])
     load(reps[1], 2)  # median 0, floored to 1: 2 in flight stays within 2 x 1
     assert pick(PrefixLoadAware(scenario()), request(0, ["s", "u"]), reps) == 1
-
-
-# -- SGLang's router ----------------------------------------------------------------
-
-def test_sglang_balances_only_when_both_thresholds_say_imbalanced():
-    reps = fleet(2)
-    warm(reps[0], ["s", "u"])
-    router = SGLang(scenario(router__balance_abs_threshold=2, router__balance_rel_threshold=1.5))
-    req = request(0, ["s", "u", "x"])
-    load(reps[0], 3)  # 3 - 0 > 2 and 3 > 0 x 1.5: imbalanced, fewest in flight
-    assert pick(router, req, reps) == 1
-    load(reps[1], 2)  # 3 - 2 is not > 2: balanced, follow the cache
-    assert pick(router, req, reps) == 0
-    wide = fleet(2)
-    warm(wide[0], ["s", "u"])
-    load(wide[0], 12)
-    load(wide[1], 9)  # 12 - 9 > 2, but 12 is not above 9 x 1.5: both must hold, so still balanced
-    assert pick(router, req, wide) == 0
-
-
-def test_sglang_needs_a_match_rate_above_the_threshold_else_takes_the_smallest_tree():
-    reps = fleet(3)
-    warm(reps[0], ["s"], size=100)  # 100 of 300 tokens: a third
-    warm(reps[1], ["big", "tree"], size=500)
-    warm(reps[2], ["small"], size=50)
-    req = request(0, ["s", "u", "v"])
-    assert pick(SGLang(scenario(router__cache_threshold=0.5)), req, reps) == 2  # smallest tree
-    assert pick(SGLang(scenario(router__cache_threshold=0.3)), req, reps) == 0  # a third beats 0.3
 
 
 # -- lowest estimated TTFT --------------------------------------------------------------

@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "d3ee993ea038bebffabca2bf40afacfe834eb6bcbe1ad222df6cfc0c48780a37",
-    "burst_tight_memory": "8aef168a379b16990bb64dad0339e11d25443ac8f15a218dac12223d9632f79b",
-    "default": "0f9ec94c3d2dadfc5353acb3c6e500a5e917c6de55b7693b2254552e920df93d",
-    "prefill_first": "372cefcf751a2f5bc6a7ed3a860a505a7ee129eb89bd2bc5888e5554b23b3a97",
+    "a100_surge": "8cb76a4c3735785fbfcb7c08765be4fdce42c2e86e57468fd94b6c2cc7d648bf",
+    "burst_tight_memory": "1b614a2472c49381daeab2f35f5f0674f7cec6656d09eb6737526f637df56acb",
+    "default": "4920109e90047cdd63572e41106e595fad6fb80b2ba5e277fd5a6ef43eda4ae8",
+    "prefill_first": "a1cc8cb9bafe76f2edffa1a09e4589898c4dc57a0f3c220c0c04c584e70e4aac",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "d7b49a9fdc373db1faa8768f63b2f91171fc7ad31b2bcbcbf326414d0ab8f350",
-    "surge_and_burst": "6fb946874b6395b93c3a741f7702dd4e9fbf026d835cf84f48a4b5f97058da43",
+    "default": "9e8e25e0844d3f0c5a4ff4ecf67c5e237404e3cd8bc2413e6e4d76f2886690d3",
+    "surge_and_burst": "3f27d50f765693661ac34e6ef79eb983fa2b97070ec6c8758822847d0da4a5e8",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}

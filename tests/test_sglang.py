@@ -1,0 +1,162 @@
+"""sgl-router 0.3.2's cache-aware rule and its tree of routed text, on cases small enough to follow by hand."""
+
+import pytest
+from helpers import fleet, request
+
+from model import Scenario, View, simulate
+from model.routers import SGLang
+from model.sglang import SGLANG_LAUNCHER, SGLangRouter, f32
+from model.text import CHARS_PER_TOKEN, FILLER, Renderer
+from model.textree import TextTree
+
+
+def scenario(**text):
+    return Scenario().with_text({k.replace("__", "."): str(v) for k, v in text.items()})
+
+
+# -- the tree ------------------------------------------------------------------------------------
+
+def test_a_partial_match_splits_a_node_and_names_the_replica_at_the_deepest_node():
+    tree = TextTree(2)
+    tree.insert("hello", 0)
+    tree.insert("help", 1)  # splits "hello" into "hel" + "lo"; "p" is replica 1's leaf
+    tree.check_invariants()
+    assert tree.match("help me") == (4, 1)
+    assert tree.match("hello world") == (5, 0)
+    assert tree.match("helium") == (3, 0)  # "hel" was made by replica 0's insert: it keeps that name
+    assert tree.match("xyz") == (0, 0)
+    assert tree.chars == [5, 4]  # replica 1 holds "hel" and "p"
+
+
+def test_an_equal_match_on_several_replicas_names_the_first_that_routed_it_not_the_idler():
+    tree = TextTree(3)
+    tree.insert("system prompt", 2)
+    tree.insert("system prompt", 0)
+    tree.insert("system prompt", 1)
+    assert tree.match("system prompt, and a question")[1] == 2
+
+
+def test_every_match_advances_the_count_and_one_in_eight_refreshes_the_stamp():
+    tree = TextTree(1)  # registering replica 0 spends count 0
+    tree.insert("abc", 0)  # count 1
+    leaf = tree.root.children["a"]
+    assert leaf.stamps == {0: 1}
+    for _ in range(6):  # counts 2..7: no refresh
+        tree.match("abc")
+    assert leaf.stamps == {0: 1}
+    tree.match("abc")  # count 8
+    assert leaf.stamps == {0: 8}
+
+
+def test_eviction_trims_each_replica_by_its_least_recent_leaves_and_keeps_shared_nodes():
+    tree = TextTree(2)
+    tree.insert("aaaa" + "bbbb", 0)  # one leaf "aaaabbbb"
+    tree.insert("aaaa" + "cccc", 0)  # split: "aaaa" -> "bbbb", "cccc"
+    tree.insert("aaaa" + "dddd", 1)
+    tree.check_invariants()
+    assert tree.chars == [12, 8]
+    tree.evict(8)  # replica 0 over by 4: its oldest leaf, "bbbb", goes; replica 1 fits
+    tree.check_invariants()
+    assert tree.chars == [8, 8]
+    assert "b" not in tree.root.children["a"].children
+    assert tree.match("aaaacccc") == (8, 0)
+    tree.evict(0)  # everything goes; a node no replica holds is removed
+    tree.check_invariants()
+    assert tree.chars == [0, 0] and not tree.root.children
+
+
+def test_after_its_namer_is_evicted_a_node_names_the_replica_left_there():
+    tree = TextTree(2)
+    tree.insert("shared" + "x" * 10, 0)
+    tree.insert("shared", 1)  # "shared" split off, named by 0, held by both
+    tree.insert("q" * 5, 0)
+    assert tree.match("shared!") == (6, 0)
+    tree.evict(6)  # replica 0 (21 chars) loses its oldest leaf, then "shared"; replica 1 (6) fits
+    tree.check_invariants()
+    assert tree.chars == [5, 6]
+    assert tree.match("shared!") == (6, 1)
+
+
+# -- the rule ------------------------------------------------------------------------------------
+
+def test_balance_needs_both_thresholds_and_takes_the_first_least_loaded_in_the_routers_order():
+    router = SGLangRouter(3, balance_abs_threshold=2, balance_rel_threshold=1.5, order=[2, 0, 1])
+    router.routed("prompt", 0)
+    assert router.decide("prompt", [3, 0, 0], 0).worker == 2  # imbalanced; 1 and 2 tie, 2 comes first
+    assert router.decide("prompt", [3, 1, 1], 0).worker == 0  # 3 - 1 is not > 2: balanced, follow the tree
+    assert router.decide("prompt", [12, 9, 9], 0).worker == 0  # 12 - 9 > 2 but 12 is not > 9 x 1.5
+
+
+def test_the_imbalance_ratio_is_compared_in_32_bit_floats():
+    router = SGLangRouter(2, balance_abs_threshold=0, balance_rel_threshold=1.3)
+    assert 117 <= 90 * 1.3 and 117 > f32(f32(90) * f32(1.3))  # in 64 bits balanced, in 32 imbalanced
+    router.routed("prompt", 0)
+    assert router.decide("prompt", [117, 90], 0).branch == "balance"
+
+
+def test_below_the_threshold_the_router_takes_the_least_loaded_not_the_smallest_tree():
+    router = SGLangRouter(3, cache_threshold=0.5)
+    router.routed("a" * 100 + "b" * 200, 0)  # a big tree on 0
+    router.routed("c" * 10, 2)  # a small one on 2
+    low = router.decide("a" * 100 + "z" * 200, [1, 0, 0], 0)  # a third matches: not above 0.5
+    assert (low.branch, low.worker) == ("low_match", 1)  # the least loaded; 2 has the smaller tree
+    hit = router.decide("a" * 100 + "b" * 100, [1, 0, 0], 0)
+    assert (hit.branch, hit.worker) == ("cache", 0)
+
+
+def test_eviction_runs_on_the_timer_from_the_routers_start():
+    router = SGLangRouter(1, eviction_interval_s=10, max_tree_chars=4)
+    router.routed("abcdefgh", 0)
+    router.decide("x", [0], 9.9)
+    assert router.tree.chars == [8]
+    router.decide("x", [0], 10.0)  # the tick at 10 s trims to 4 characters: the whole leaf goes
+    assert router.tree.chars == [0] and router.next_eviction_s == 20
+    router.routed("abcdefgh", 0)
+    router.decide("x", [0], 55.0)  # ticks at 20..50 s: one trim does for all of them
+    assert router.tree.chars == [0] and router.next_eviction_s == 60
+
+
+def test_the_defaults_are_the_launchers():
+    r = Scenario().router
+    assert (r.cache_threshold, r.balance_abs_threshold, r.balance_rel_threshold, r.eviction_interval_s,
+            r.max_tree_chars) == (0.3, 64, 1.5, 60, 2 ** 26)
+    assert SGLANG_LAUNCHER == {"cache_threshold": 0.3, "balance_abs_threshold": 64, "balance_rel_threshold": 1.5,
+                        "eviction_interval_secs": 60, "max_tree_size": 2 ** 26}
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+def test_text_shares_exactly_the_characters_of_shared_segments():
+    r = Renderer()
+    a, b = r.prompt(("sys", "u1"), (3, 2)), r.prompt(("sys", "u2"), (3, 2))
+    assert len(a) == 5 * CHARS_PER_TOKEN and a[:12] == b[:12] and a[12] != b[12]
+    assert a[1:12] == FILLER * 11 and r.prompt(("sys",), (0,)) == ""
+
+
+# -- the policy in a run -------------------------------------------------------------------------
+
+def test_the_policy_knows_only_what_it_routed_not_the_replicas_trees():
+    reps = fleet(2)
+    reps[1].tree.insert(("s", "u"), (100, 50))  # replica 1 holds the prompt; the router never routed it
+    policy = SGLang(scenario(router__kind="sglang"))
+    assert policy.choose(View(request(0, ["s", "u"], sizes=[100, 50]), reps, 0.0)) == 0  # tied loads: first
+    assert policy.believed_tokens == 0
+
+
+def test_at_low_load_every_request_piles_onto_one_replica():
+    result = simulate(scenario(router__kind="sglang"))
+    assert {rec.replica for rec in result.records} == {0}
+    assert any("own tree" in note for note in result.notes)
+
+
+def test_router_view_does_not_change_what_sglang_decides():
+    base = simulate(scenario(router__kind="sglang", traffic__session_rate=8))
+    other = simulate(scenario(router__kind="sglang", traffic__session_rate=8, router__view="approximate"))
+    assert [r.replica for r in base.records] == [r.replica for r in other.records]
+    assert len({r.replica for r in base.records}) > 1  # busy enough to spread
+
+
+@pytest.mark.parametrize("key", ["router.balance_abs_threshold"])
+def test_the_imbalance_control_reaches_past_the_default(key):
+    from model import spec_of
+    assert spec_of(key).page[1] >= 128
