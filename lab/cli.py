@@ -179,7 +179,10 @@ def _explain(scenario: Scenario, request_id: int, as_json: bool) -> int:
         _out(json.dumps(seen, indent=1))
         return 0
     _out(f"request {seen['request']} at {seen['arrival_s']:g} s, {seen['prompt_tokens']} prompt tokens: "
-          f"router {seen['router']} ({seen['view']} view) chose replica {seen['chosen']}")
+          f"router {seen['router']} ({'its own tree' if seen['view'] == 'own' else seen['view'] + ' view'}) chose "
+          f"replica {seen['chosen']}")
+    if "decision" in seen:
+        _out(seen["decision"]["why"])
     if seen["score"]:
         _out(f"its score: {seen['score']}")
     _out("replica  believed  actual  backlog s  in flight  score       TTFT ms")

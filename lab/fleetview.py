@@ -112,7 +112,11 @@ def router_html(scenario: Scenario, result: Result) -> str:
     """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was."""
     cls = ROUTERS[scenario.router.kind]
     text = f"<p><strong>{html.escape(cls.label)}</strong> {html.escape(cls.rule)}.</p>"
-    if scenario.router.view == "approximate":
+    if getattr(cls, "own_view", False):
+        text += (f"<p>It routes on its own tree of the text it sent, not on the caches themselves: "
+                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
+                 f"were not there.</p>")
+    elif scenario.router.view == "approximate":
         text += (f"<p>It routes on its memory of what it sent where, not on the caches themselves: "
                  f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
                  f"were not there.</p>")
@@ -145,6 +149,17 @@ def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+def _view_words(view: str) -> str:
+    return "its own tree" if view == "own" else f"{view} view"
+
+
+def _decision_html(decision: dict[str, Any] | None) -> str:
+    """What a router with its own tree believed at this decision (the branch it took, its tree's match)."""
+    if decision is None:
+        return ""
+    return f"<p>{html.escape(decision['why'])}</p>"
+
+
 def explain_html(seen: dict[str, Any] | None) -> str:
     """One routing decision as the router saw it, with every replica's counterfactual TTFT."""
     if seen is None:
@@ -153,8 +168,9 @@ def explain_html(seen: dict[str, Any] | None) -> str:
         return f"<p>{html.escape(seen['error'])}</p>"
     head = (f"<h3>What the router saw: request {seen['request']}</h3>"
             f"<p>At {seen['arrival_s']:g} s, {seen['prompt_tokens']:,} prompt tokens; "
-            f"{html.escape(ROUTERS[seen['router']].label)} ({html.escape(seen['view'])} view) chose replica "
-            f"{seen['chosen']}." + (f" Its score: {html.escape(seen['score'])}." if seen["score"] else "") + "</p>")
+            f"{html.escape(ROUTERS[seen['router']].label)} ({html.escape(_view_words(seen['view']))}) chose replica "
+            f"{seen['chosen']}." + (f" Its score: {html.escape(seen['score'])}." if seen["score"] else "") + "</p>"
+            + _decision_html(seen.get("decision")))
     rows = []
     for r in seen["replicas"]:
         chosen = " class=\"chosen\"" if r["replica"] == seen["chosen"] else ""

@@ -181,6 +181,8 @@ class Traffic(_Section):
     surge_system_prompts: int = _spec(40, 1, 1000, doc="distinct system prompts during a tenant surge")
     zipf_s: float = _spec(1.0, 0.0, 4.0, doc="Zipf exponent of system prompt popularity (0 = uniform)")
     system_tokens: int = _spec(1500, 1, 100_000, doc="tokens in a system prompt")
+    template_tokens: int = _spec(0, 0, 100_000, doc="tokens at the start of every system prompt that all of them "
+                                                    "share (a common template; 0: none)")
     # per-request dynamic text (a timestamp) and turn sizes
     dynamic_at: int = _spec(200, 0, 100_000, doc="tokens into the system prompt where dynamic text goes")
     dynamic_tokens: int = _spec(20, 1, 10_000, doc="tokens of dynamic text (a timestamp)")
@@ -289,7 +291,7 @@ class Routing(_Section):
                                        doc="sglang: in-flight spread (max - min) that may mean imbalance")
     balance_rel_threshold: float = _spec(1.5, 1.0, 100.0, page=(1, 4, 0.05),
                                          doc="sglang: imbalanced also needs max in flight above min times this")
-    eviction_interval_s: int = _spec(60, 0, 86_400, page=(0, 120, 1),
+    eviction_interval_s: int = _spec(60, 0, 86_400,
                                      doc="sglang: seconds between trims of its tree to router.max_tree_chars (0: never)")
     max_tree_chars: int = _spec(2 ** 26, 1, 2 ** 40, doc="sglang: characters of routed text its tree keeps per "
                                                           "replica at each trim")
@@ -732,6 +734,9 @@ def _check(s: Scenario) -> None:
         raise ScenarioError(f"traffic.gap_min_s: {_num_text(t.gap_min_s)} is above traffic.gap_max_s ({_num_text(t.gap_max_s)}); make the minimum the smaller")
     if t.user_min > t.user_max:
         raise ScenarioError(f"traffic.user_min: {t.user_min} is above traffic.user_max ({t.user_max}); make the minimum the smaller")
+    if t.template_tokens > t.system_tokens:
+        raise ScenarioError(f"traffic.template_tokens: {t.template_tokens} is more than a whole system prompt "
+                            f"({t.system_tokens} tokens); use at most traffic.system_tokens")
     if t.dynamic_at > t.system_tokens:
         raise ScenarioError(f"traffic.dynamic_at: {t.dynamic_at} is past the end of the system prompt ({t.system_tokens} tokens)")
     if t.kind == "closed":

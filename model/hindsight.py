@@ -2,7 +2,7 @@
 
 `explain(scenario, request_id)` re-runs the scenario, stops to look at the
 decision for that request (every replica's believed and actual matched
-tokens, backlog, requests in flight and the policy's own score), then runs
+tokens (believed: by the router's own index, for a router that keeps one), backlog, requests in flight and the policy's own score), then runs
 the scenario once more per other replica with only that one decision forced
 there (the router still decides everything else, its state moving as it
 did). The regret is how much sooner the request's first token would have
@@ -20,6 +20,16 @@ from .serving_run import ServingRun
 __all__ = ["explain"]
 
 
+_BRANCHES = {  # what a router with its own tree (sglang) did at a decision, by the branch it took
+    "balance": "Loads were lopsided past both imbalance thresholds, so it took the replica with the fewest requests "
+               "in flight, ignoring its tree.",
+    "cache": "Its tree matched {rate:.0%} of the prompt, above its threshold, at a prefix it first sent to replica "
+             "{named}: it went there, however busy.",
+    "low_match": "Its tree matched only {rate:.0%} of the prompt, not above its threshold, so it took the replica "
+                 "with the fewest requests in flight (the first of equals).",
+}
+
+
 def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | None:
     """The number each policy decides on, per replica, with what it means; None for blind policies."""
     n = range(len(view))
@@ -31,8 +41,8 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
                                 [float(view.matched(i)) for i in n]),
         "prefix_load_aware": lambda: ("believed cached tokens: most wins, unless it holds too many requests",
                                       [float(view.matched(i)) for i in n]),
-        "sglang": lambda: ("believed match rate: highest wins above the threshold",
-                           [round(view.matched(i) / max(1, view.request.prompt_tokens), 6) for i in n]),
+        "sglang": lambda: ("its tree's match rate: the replica it names wins above the threshold, unless loads are "
+                           "lopsided", [round(policy.beliefs[i] / max(1, view.request.prompt_tokens), 6) for i in n]),
         "bounded_hash": lambda: (f"in flight: the ring's first replica under {BoundedHash.bound(policy, view)} wins",
                                  [float(view.in_flight(i)) for i in n]),
         "cost": lambda: ("estimated TTFT (s): least wins", [round(Cost.estimate(policy, view, i), 6) for i in n]),
@@ -44,16 +54,26 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
 def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
     run = ServingRun(scenario) if scenario.fleet.decode else Run(scenario)
+    policy = run.dispatch.policy
+    own = getattr(policy, "own_view", False)  # the router keeps its own index: its beliefs are its own
+    if own:
+        policy.note_beliefs = True  # type: ignore[union-attr]
     seen: dict[str, Any] = {}
 
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
         if view.request.id != request_id:
             return
-        score = _scores(scenario.router.kind, run.dispatch.policy, view)
+        score = _scores(scenario.router.kind, policy, view)
+        believed = policy.beliefs if own else [view.matched(i) for i in range(len(view))]  # type: ignore[union-attr]
+        if own:
+            d = policy.last  # type: ignore[union-attr]
+            rate = round(d.matched_chars / d.text_chars, 6) if d.text_chars else 0.0
+            seen["decision"] = {"branch": d.branch, "named": d.tree_worker, "match_rate": rate,
+                                "why": _BRANCHES[d.branch].format(rate=rate, named=d.tree_worker)}
         seen.update(arrival_s=round(view.request.arrival_s, 6), prompt_tokens=view.request.prompt_tokens,
                     chosen=chosen, score=score[0] if score else None, replicas=[{
             "replica": i,
-            "believed_tokens": view.matched(i),
+            "believed_tokens": believed[i],
             "actual_tokens": view.actual(i),
             "backlog_s": round(view.backlog(i), 6),
             "in_flight": view.in_flight(i),
@@ -78,7 +98,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     return {
         "request": request_id,
         "router": scenario.router.kind,
-        "view": scenario.router.view,
+        "view": "own" if own else scenario.router.view,
         **seen,
         "best_alternative": best,
         "regret_ms": round(max(0.0, ttft[chosen] - ttft[best]), 3),

@@ -167,13 +167,36 @@ def sessions(scenario: Scenario, limit: int | None = None) -> Iterator[Session]:
 
 
 def _system_segments(prompt: int, t: Traffic, dynamic: tuple | None) -> tuple[tuple, tuple]:
-    """The system prompt's segments, cut at `dynamic_at` tokens, with dynamic text in the cut if given."""
+    """The system prompt's segments, cut at `dynamic_at` tokens, with dynamic text in the cut if given.
+
+    With a template (`template_tokens`), the prompt's first tokens are one segment every system prompt shares
+    (two, if the cut falls inside it), so caches and text-matching routers both find it in any of them.
+    """
+    if t.template_tokens:
+        return _templated_segments(prompt, t, dynamic)
     keys, sizes = [("sys", prompt, 0), ("sys", prompt, 1)], [t.dynamic_at, t.system_tokens - t.dynamic_at]
     if dynamic is not None:
         keys.insert(1, dynamic)
         sizes.insert(1, t.dynamic_tokens)
     kept = [i for i, n in enumerate(sizes) if n > 0]  # a cut at 0 or at the end leaves an empty piece
     return tuple(keys[i] for i in kept), tuple(sizes[i] for i in kept)
+
+
+def _templated_segments(prompt: int, t: Traffic, dynamic: tuple | None) -> tuple[tuple, tuple]:
+    """`_system_segments` with a shared template: pieces between the cuts at the template's end and `dynamic_at`."""
+    cuts = sorted({0, t.template_tokens, t.dynamic_at, t.system_tokens})
+    keys: list[tuple] = []
+    sizes: list[int] = []
+    for a, b in zip(cuts, cuts[1:]):
+        if a == t.dynamic_at and dynamic is not None:
+            keys.append(dynamic)
+            sizes.append(t.dynamic_tokens)
+        keys.append(("template", a) if a < t.template_tokens else ("sys", prompt, a))
+        sizes.append(b - a)
+    if t.dynamic_at == t.system_tokens and dynamic is not None:
+        keys.append(dynamic)
+        sizes.append(t.dynamic_tokens)
+    return tuple(keys), tuple(sizes)
 
 
 def _zipf_cumulative(n: int, s: float) -> list[float]:

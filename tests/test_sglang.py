@@ -160,3 +160,24 @@ def test_router_view_does_not_change_what_sglang_decides():
 def test_the_imbalance_control_reaches_past_the_default(key):
     from model import spec_of
     assert spec_of(key).page[1] >= 128
+
+
+def test_a_shared_template_is_one_segment_every_system_prompt_starts_with():
+    from model import generate
+    plain = generate(scenario(traffic__system_prompts=3))
+    shared = generate(scenario(traffic__system_prompts=3, traffic__template_tokens=750))
+    assert [r.prompt_tokens for r in plain] == [r.prompt_tokens for r in shared]  # the same traffic, re-cut
+    assert {r.keys[0] for r in plain} != {r.keys[0] for r in shared} == {("template", 0)}
+    assert all(r.sizes[0] == 200 and r.keys[1] in (("template", 200), ("dyn", r.id)) for r in shared)  # cut at 200
+    r = Renderer()
+    a, b = (next(x for x in shared if x.system_prompt == p) for p in (0, 1))
+    text_a, text_b = r.prompt(a.keys, a.sizes), r.prompt(b.keys, b.sizes)
+    tree = TextTree(1)
+    tree.insert(text_a, 0)
+    assert tree.match(text_b)[0] == 750 * CHARS_PER_TOKEN  # the router finds the template in another prompt
+
+
+def test_a_template_longer_than_the_system_prompt_is_refused():
+    from model import ScenarioError
+    with pytest.raises(ScenarioError, match="traffic.template_tokens: 2000 is more than a whole system prompt"):
+        scenario(traffic__template_tokens=2000)
