@@ -71,7 +71,7 @@ GLOSSARY: tuple[Entry, ...] = (
           "more than this many times the median number of requests.",
           brief="Times the median load before the cache is given up."),
     Entry("router.cache_threshold", "Match threshold", "SGLang router: follow the best match only if it covers more "
-          "than this share of the prompt; otherwise take the smallest tree.",
+          "than this share of the prompt (its own tree's match); otherwise take the least busy replica.",
           brief="Share of the prompt a match must cover to be followed."),
     Entry("router.balance_abs_threshold", "Imbalance spread", "SGLang router: the fleet counts as lopsided when the "
           "busiest replica holds this many more requests than the idlest (and the ratio below holds too).",
@@ -186,9 +186,11 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry("prefix_load_aware", "Prefix + load fallback", "Follows the cached prefix while loads are even, and the "
           "least busy replica once they are not.",
           brief="the cached prefix while loads are even, else the least busy."),
-    Entry("sglang", "SGLang router", "SGLang's cache-aware router: balances load first, then picks the best cached "
-          "match, else the replica with the smallest tree.",
-          brief="balance first, then the best cached match, else the smallest tree."),
+    Entry("sglang", "SGLang router", "SGLang's own router (sgl-router 0.3.2, cache-aware), with its launcher's "
+          "settings. It keeps its own tree of the prompt text it sent, never the replicas' caches. When loads are "
+          "lopsided it takes the least busy replica; otherwise it follows its tree to the replica that first got "
+          "the prompt's longest prefix, if that prefix covers enough of the prompt, else the least busy.",
+          brief="its own tree of what it sent: the first holder of a prefix, unless loads are lopsided."),
     Entry("cost", "Lowest estimated TTFT", "Estimates each replica's wait plus the prefill of what it lacks, and "
           "picks the lowest.",
           brief="the lowest estimated wait plus prefill."),

@@ -22,6 +22,7 @@ SOLUTIONS = {
                                                           "router.spill_threshold_s": "0.2"}),
     "bounded-hash": ({"router.load_factor": "1.5"}, {"router.load_factor": "1.05"}),
     "stale-router": ({"router.view_ttl_s": "2"}, {"router.view_ttl_s": "3"}),
+    "pile-up": ({"router.balance_abs_threshold": "4"}, {"router.balance_abs_threshold": "1"}),
     "monday": ({"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4"},
                {"router.kind": "cache_aware", "dynamic_text": "none", "fleet.memory_gb": "4", "fleet.replicas": "4"}),
     "warm-or-idle": ({"router.kind": "cost"}, {"router.kind": "cost", "fleet.fetch": "rdma", "fleet.replicas": "5"}),
@@ -127,7 +128,7 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
         ("cache-on", ()), ("timestamp", ("cache-on",)), ("round-robin", ("timestamp",)),
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
         ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
-        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)),
+        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)), ("pile-up", ("stale-router",)),
         ("warm-or-idle", ("stale-router",)), ("fan-out", ("warm-or-idle",)), ("real-traffic", ("round-robin",)),
         ("split-decode", ("fan-out",))]
     check_catalog()
