@@ -14,7 +14,7 @@ from typing import Any
 
 from .config import Scenario, ScenarioError
 from .engine import Run, simulate
-from .routers import BoundedHash, Cost, View
+from .routers import BoundedHash, Cost, SGLang, View
 from .serving_run import ServingRun
 
 __all__ = ["explain"]
@@ -55,18 +55,18 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
     run = ServingRun(scenario) if scenario.fleet.decode else Run(scenario)
     policy = run.dispatch.policy
-    own = getattr(policy, "own_view", False)  # the router keeps its own index: its beliefs are its own
-    if own:
-        policy.note_beliefs = True  # type: ignore[union-attr]
+    own = policy if isinstance(policy, SGLang) else None  # a router with its own index: its beliefs are its own
+    if own is not None:
+        own.note_beliefs = True
     seen: dict[str, Any] = {}
 
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
         if view.request.id != request_id:
             return
         score = _scores(scenario.router.kind, policy, view)
-        believed = policy.beliefs if own else [view.matched(i) for i in range(len(view))]  # type: ignore[union-attr]
-        if own:
-            d = policy.last  # type: ignore[union-attr]
+        believed = own.beliefs if own is not None else [view.matched(i) for i in range(len(view))]
+        if own is not None and own.last is not None:
+            d = own.last
             rate = round(d.matched_chars / d.text_chars, 6) if d.text_chars else 0.0
             seen["decision"] = {"branch": d.branch, "named": d.tree_worker, "match_rate": rate,
                                 "why": _BRANCHES[d.branch].format(rate=rate, named=d.tree_worker)}
@@ -98,7 +98,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     return {
         "request": request_id,
         "router": scenario.router.kind,
-        "view": "own" if own else scenario.router.view,
+        "view": "own" if own is not None else scenario.router.view,
         **seen,
         "best_alternative": best,
         "regret_ms": round(max(0.0, ttft[chosen] - ttft[best]), 3),
