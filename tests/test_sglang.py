@@ -181,3 +181,14 @@ def test_a_template_longer_than_the_system_prompt_is_refused():
     from model import ScenarioError
     with pytest.raises(ScenarioError, match="traffic.template_tokens: 2000 is more than a whole system prompt"):
         scenario(traffic__template_tokens=2000)
+
+
+def test_explain_shows_what_its_tree_believed_before_the_request_was_added():
+    from model import explain
+    seen = explain(scenario(router__kind="sglang", traffic__session_rate=6), 400)
+    d = seen["decision"]
+    assert seen["view"] == "own" and d["branch"] == "cache" and d["named"] == seen["chosen"]
+    chosen = seen["replicas"][seen["chosen"]]
+    assert 0 < chosen["believed_tokens"] < seen["prompt_tokens"]  # its match, not the whole prompt it then added
+    assert chosen["believed_tokens"] == round(d["match_rate"] * seen["prompt_tokens"])
+    assert f"{d['match_rate']:.0%}" in d["why"]
