@@ -10,14 +10,18 @@ router sent each request and how loaded it believed each worker was.
 Pieces, all on 127.0.0.1:
 
 - `FakeWorker`: a small asyncio HTTP/1.1 server per worker (a free port each).
-  It answers what the routers ask at start-up and in health checks (`/health`,
-  `/health_generate`, `/server_info`, `/get_server_info`, `/model_info`,
-  `/get_model_info`, `/v1/models`; none reports a `model_path`, so no router
-  tries to fetch a tokenizer) and `/generate`, whose `{"text": ...}` is what the
-  cache-aware policies match on. Every `/generate` is held until the harness
-  releases it, and recorded (arrival order, request id, text). Each reply is one
-  write of header and body together (a header-then-body reply costs a delayed
-  ACK, about 40 ms, on every request).
+  sgl-router asks each worker `/health`, then tries HTTP/2 (a gRPC probe, which
+  the fake refuses by closing), then `/server_info` and `/model_info`; vLLM's
+  router asks `/health` only. The fake answers those (and `/health_generate`,
+  `/get_server_info`, `/get_model_info`, `/v1/models`) at once, and none reports
+  a `model_path`, so no router tries to fetch a tokenizer. Prompts come to
+  `/generate` (`{"text": ...}`, what sgl-router matches on) or `/v1/completions`
+  (`{"prompt": ...}`, for vLLM's router, which matches token ids it gets by
+  asking every worker `/v1/completions/render`, answered 404, then `/tokenize`,
+  answered by `tokens`). Every prompt is held until the harness releases it and
+  recorded (arrival order, request id, text). Each reply is one write of header
+  and body together (a header-then-body reply costs a delayed ACK, about 40 ms,
+  on every request).
 - The router: launched with `--host 127.0.0.1 --prometheus-host 127.0.0.1` and
   free ports (it would bind 0.0.0.0 and port 29000 otherwise), its output kept.
   Ready when its own worker list (`GET /workers`) shows every fake healthy and
@@ -91,6 +95,7 @@ class RouterKind:
     eviction_interval_secs: int
     policy_marker: str  # a log line each worker's registration writes once the policy knows it ("" = none needed)
     endpoint: str  # where prompts go: a path of GENERATE
+    load_metric: str  # the Prometheus gauge of requests in flight per worker
 
     @property
     def version(self) -> str:
@@ -103,9 +108,10 @@ class RouterKind:
 
 ROUTERS = {
     "sglang": RouterKind("sglang-router", "sglang-router", "sglang_router.launch_router", 2**26, 60,
-                         "step_id=update_policies duration_ms", "/generate"),
+                         "step_id=update_policies duration_ms", "/generate", "smg_worker_requests_active"),
     # vLLM's router matches token ids, which it asks the workers for (`/tokenize`); its /generate gets none
-    "vllm": RouterKind("vllm-router", "vllm-router", "vllm_router.launch_router", 2**25, 120, "", "/v1/completions"),
+    "vllm": RouterKind("vllm-router", "vllm-router", "vllm_router.launch_router", 2**25, 120, "", "/v1/completions",
+                       "vllm_router_running_requests"),
 }
 
 # The router's own statement of its policy at start-up (both print it the same way).
@@ -464,6 +470,16 @@ class RouterSession:
         """The router's Prometheus page."""
         return self._call(self._get(self.metrics_port, "/metrics")).decode()
 
+    def metric_loads(self) -> list[int]:
+        """The router's in-flight gauge per worker index, from its Prometheus page (a second source beside
+        `router_loads`)."""
+        index = {f.url: f.index for f in self.fakes}
+        loads = [0] * self.n
+        pattern = re.compile(rf'^{self.kind.load_metric}\{{worker="([^"]+)"\}} (\S+)$', re.M)
+        for url, value in pattern.findall(self.metrics()):
+            loads[index[url.rstrip("/")]] = int(float(value))
+        return loads
+
     def router_log(self) -> list[tuple[float, str]]:
         assert self._router is not None
         return list(self._router.lines)
@@ -518,7 +534,18 @@ class RouterSession:
     # --- the async side, on the session's own loop thread ---
 
     def _call(self, coro: Any, timeout: float = WAIT_S * 3) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        """Run `coro` on the session's loop; a lost connection or a stray request becomes a HarnessError."""
+        try:
+            result = asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        except TimeoutError as e:  # before OSError, of which it is a kind
+            raise HarnessError(f"no answer from the router within {timeout:.0f} s") from e
+        except OSError as e:
+            tail = self._router.tail() if self._router is not None else ""
+            raise HarnessError(f"talking to the router: {e}\n{tail}") from e
+        if self.stats.get("unexpected"):
+            raise HarnessError(f"a fake got {self.stats['unexpected']} request(s) the harness did not send or "
+                               "sent twice (a retry?): the loads are no longer the harness's")
+        return result
 
     def _next_order(self) -> int:
         self._order += 1
