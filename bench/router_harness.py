@@ -258,8 +258,8 @@ class FakeWorker:
     def __init__(self, index: int, session: RouterSession) -> None:
         self.index = index
         self.port = 0
-        self.received: list[Arrival] = []  # every /generate, in arrival order
-        self.asked: dict[str, int] = {}  # every other path the router asked, with its count
+        self.received: list[Arrival] = []  # every prompt, in arrival order
+        self.asked: dict[str, int] = {}  # every other path the router asked, with its count (404s included)
         self._session = session
         self._server: asyncio.Server | None = None
         self._held: dict[str, asyncio.Event] = {}  # rid -> its release
@@ -280,9 +280,6 @@ class FakeWorker:
 
     def release(self, rid: str) -> None:
         self._held[rid].set()
-
-    def holding(self, rid: str) -> bool:
-        return rid in self._held
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -419,6 +416,8 @@ class RouterSession:
             self._call(self._wait_ready(), timeout=START_S + 5)
             self._config = self._policy_config()
             self.tie_order = self._probe_ties()
+            index = {f.url: f.index for f in self.fakes}
+            self.stats["worker_list_order"] = [index[w["url"].rstrip("/")] for w in self._call(self._workers())]
         except BaseException:
             self._shutdown()
             raise
