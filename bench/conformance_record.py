@@ -25,7 +25,9 @@ The files, `DIR/<router>-<params>-<traffic>-<schedule><N>.jsonl.gz`:
   for vLLM's router, whose tree counts units of its own: a prompt of t tokens
   added 8t - 7 in a measurement, two a character of these prompts) pruned
   every second (`--eviction-interval-secs 1`), its requests paced over about
-  fourteen seconds so that eviction passes fall between them.
+  fourteen seconds so that eviction passes fall between them; no request goes
+  from 100 ms before a pass is due until 50 ms after it ended, so a replay
+  that places the passes a few milliseconds off still sees the same trees.
 
 A line per file gives its counts, worked out from the file alone: decisions
 per worker, the largest in-flight count and spread, decisions whose best
@@ -97,6 +99,7 @@ class Stream:
     extra: tuple[str, ...] = ()  # launcher flags beyond the parameter set
     vllm_extra: tuple[str, ...] | None = None  # the same for vLLM's router, when its units differ (None: `extra`)
     tag: str = ""  # a word in the name setting the stream apart
+    guard_s: tuple[float, float] | None = None  # no send this long before an eviction pass, and after it
 
     @property
     def name(self) -> str:
@@ -115,7 +118,7 @@ STREAMS = [
     Stream("p05", "sys100", "held", 450, (250, 450), seed=3),
     Stream("defaults", "skew", "held", 450, (200, 400), seed=4),
     Stream("defaults", "chat", "held", 350, (4, 40), seed=5, pace_s=0.04, extra=EVICTION,
-           vllm_extra=VLLM_EVICTION, tag="-evict"),
+           vllm_extra=VLLM_EVICTION, tag="-evict", guard_s=(0.1, 0.05)),
 ]
 
 
@@ -211,7 +214,7 @@ def path_of(out: Path, router: str, stream_name: str) -> Path:
 
 def run(router: str, stream: Stream, out: Path) -> tuple[Recording, float]:
     start = time.monotonic()
-    rec = record(router, WORKERS, steps(stream), stream.args(router))
+    rec = record(router, WORKERS, steps(stream), stream.args(router), eviction_guard_s=stream.guard_s)
     write_decisions(path_of(out, router, stream.name), rec)
     return rec, time.monotonic() - start
 
@@ -314,7 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             head, decisions = read_decisions(path_of(args.out, router, stream.name))
             evicting = rec.stats["evicting_passes"]
-            extra = f", eviction passes {len(rec.stats['eviction_passes_s'])} ({evicting} evicting)" if evicting else ""
+            extra = (f", eviction passes {len(rec.stats['eviction_passes_s'])} ({evicting} evicting, "
+                     f"{rec.stats['eviction_holds']} sends held back)") if evicting else ""
             behind = f"{rec.stats['settle_behind']} of {rec.stats['settle_polls']} load polls behind"
             print(f"{describe(path_of(args.out, router, stream.name).name, head, decisions)}{extra}; "
                   f"{took:.1f} s ({behind}), {path_of(args.out, router, stream.name).stat().st_size:,} bytes", flush=True)

@@ -45,6 +45,13 @@ Pieces, all on 127.0.0.1:
   match in eight refreshes the LRU: eight epochs leave that phase as it was) and
   repeated after the stream, which must find the same order.
 
+- Eviction: run at `--log-level debug`, the router logs each pass of its
+  eviction timer (the characters each worker held before and after), which the
+  session reads as it goes. `first_request_after_launch_s` counts from the
+  timer's start, one interval before its first pass (the launcher's Python
+  start-up, half a second or more, comes before it and does not count). With
+  `eviction_guard_s`, no request goes near a pass (see `_clear_of_eviction`).
+
 A decision file (`write_decisions`) is JSON lines: a header, then one line per
 decision, `{"t", "text", "in_flight", "chosen"}`; see `header` for the header.
 """
@@ -370,7 +377,8 @@ class RouterSession:
     """
 
     def __init__(self, router: str = "sglang", workers: int = 4, args: Sequence[str] = (),
-                 log_level: str | None = "debug", endpoint: str | None = None) -> None:
+                 log_level: str | None = "debug", endpoint: str | None = None,
+                 eviction_guard_s: tuple[float, float] | None = None) -> None:
         if endpoint is not None and endpoint not in GENERATE:
             raise HarnessError(f"endpoint {endpoint!r}: choose one of {', '.join(GENERATE)}")
         if router not in ROUTERS:
@@ -384,10 +392,14 @@ class RouterSession:
         self.args = list(args)
         self.log_level = log_level
         self.endpoint = endpoint or ROUTERS[router].endpoint
+        # (before, after): no send from this long before an eviction pass is due until this long after it ended
+        self.eviction_guard_s = eviction_guard_s
+        if eviction_guard_s is not None and log_level != "debug":
+            raise HarnessError("eviction_guard_s needs log_level='debug': the passes are seen in the router's log")
         self.fakes: list[FakeWorker] = []
         self.decisions: list[Decision] = []
         self.tie_order: list[int] = []
-        self.stats: dict[str, Any] = {"settle_polls": 0, "settle_behind": 0, "probes": 0}
+        self.stats: dict[str, Any] = {"settle_polls": 0, "settle_behind": 0, "probes": 0, "eviction_holds": 0}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._router: _Router | None = None
@@ -432,6 +444,8 @@ class RouterSession:
             delay = self._first_send + at_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)  # pacing a schedule, not waiting for the router
+        if self.eviction_guard_s is not None:
+            self._clear_of_eviction(*self.eviction_guard_s)
         loads = self._call(self._settle())
         now = time.monotonic()
         if self._first_send is None:
@@ -517,6 +531,34 @@ class RouterSession:
                 passes[-1][1][side] += int(size.group(1))
         return [(t, (before, after)) for t, (before, after) in passes]
 
+    def _clear_of_eviction(self, before: float, after: float) -> None:
+        """If an eviction pass is due within `before` seconds, wait until the router logs its end, then `after`
+        more: no decision falls near a pass, so a replay that places the passes a few milliseconds off (the
+        router's timer drifts about a millisecond a pass) still puts each decision on the same side of each."""
+        assert self._router is not None
+        ends = self._eviction_ends()
+        due = (ends[-1] if ends else self._start_logged()) + self._config["eviction_interval_secs"]
+        if time.monotonic() < due - before:
+            return
+        deadline = due + before + 5.0
+        while len(self._eviction_ends()) == len(ends):
+            if time.monotonic() > deadline:
+                raise HarnessError("an eviction pass was due and the router logged none")
+            time.sleep(0.002)  # the pass is the router's own timer: nothing to wait on but its log
+        wait = self._eviction_ends()[len(ends)] + after - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self.stats["eviction_holds"] += 1
+
+    def _eviction_ends(self) -> list[float]:
+        assert self._router is not None
+        return [t for t, line in self._router.lines if "Cache eviction completed" in line]
+
+    def _start_logged(self) -> float:
+        """When the router logged its start (time.monotonic()), or else when its process started."""
+        assert self._router is not None
+        return next((t for t, line in self._router.lines if "Starting router on" in line), self._router.launched)
+
     def _timer_origin(self) -> float:
         """When the router's eviction timer started (time.monotonic()): one interval before its first logged pass,
         or else when the router logged its start (some 10-60 ms before the timer; the launcher's Python start-up,
@@ -525,10 +567,7 @@ class RouterSession:
         passes = self.eviction_passes()
         if passes:
             return passes[0][0] - self._config["eviction_interval_secs"]
-        for t, line in self._router.lines:
-            if "Starting router on" in line:
-                return t
-        return self._router.launched
+        return self._start_logged()
 
     # --- the async side, on the session's own loop thread ---
 
@@ -715,9 +754,9 @@ class RouterSession:
 
 
 def record(router: str, workers: int, steps: Iterable[Send | Release], args: Sequence[str] = (),
-           log_level: str | None = "debug") -> Recording:
+           log_level: str | None = "debug", eviction_guard_s: tuple[float, float] | None = None) -> Recording:
     """Run `steps` through a fresh router session and return what it recorded."""
-    with RouterSession(router, workers, args, log_level) as session:
+    with RouterSession(router, workers, args, log_level, eviction_guard_s=eviction_guard_s) as session:
         for step in steps:
             if isinstance(step, Send):
                 if step.i != session._sent:
