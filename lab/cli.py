@@ -557,11 +557,11 @@ def _conformance(args: argparse.Namespace) -> int:
         header, decisions = read_decisions(args.file)
     except ConformanceError as exc:
         raise UsageError(str(exc)) from None
-    result = replay(header, decisions)
+    result = replay(header, decisions, args.policy)
     if args.json:
         _out(json.dumps({k: result[k] for k in ("decisions", "agree", "by_cause")}))
         return 0
-    _out(f"{header['router']}, cache_aware, {header['workers']} workers: threshold {header['cache_threshold']}, "
+    _out(f"{header['router']} as {args.policy}, cache_aware, {header['workers']} workers: threshold {header['cache_threshold']}, "
          f"balance {header['balance_abs_threshold']} and x{header['balance_rel_threshold']}")
     for d in result["disagreements"][:20]:
         _out(f"  decision {d['decision']} at {d['t']:.3f} s: lab {d['ours']}, router {d['router']} "

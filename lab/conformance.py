@@ -6,7 +6,8 @@ A decision file is JSON Lines (gzipped or not). Its first line is a header:
 {"cache_threshold", "balance_abs_threshold", "balance_rel_threshold"},
 "launch_args": [...]}`, optionally with `max_tree_size`,
 `eviction_interval_secs` and `first_request_after_launch_s` (absent: the
-launcher's defaults, and 0 s). Then one line per decision, in order:
+launcher's defaults, sgl-router's or, for a `vllm-router` header, vLLM's
+router's, and 0 s). Then one line per decision, in order:
 `{"t": seconds since the first, "text": the prompt, "in_flight": [per
 worker, just before deciding], "chosen": worker}`.
 
@@ -27,11 +28,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from model import SGLANG_LAUNCHER, SGLangRouter
+from model import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter
 
 __all__ = ["ConformanceError", "add_conformance_verb", "read_decisions", "replay"]
 
-POLICIES = ("sglang",)
+# the lab's policy -> how its router breaks equal matches, and its tree's units per character
+POLICIES = {"sglang": ("first", 1), "vllm_router": ("least_loaded", 2)}
 
 
 class ConformanceError(ValueError):
@@ -80,16 +82,17 @@ def _header(where: str, h: Any) -> dict[str, Any]:
         raise ConformanceError(f"{where}: config must be an object of cache_threshold, balance_abs_threshold and "
                                "balance_rel_threshold")
     out = {"workers": n, "order": order, "router": str(h["router"])}
+    launcher = VLLM_LAUNCHER if out["router"].startswith("vllm-router") else SGLANG_LAUNCHER
     for name, ok, hint in (("cache_threshold", lambda v: _number(v) and 0 <= v <= 1, "a number from 0 to 1"),
                            ("balance_abs_threshold", _count, "a whole number of 0 or more"),
                            ("balance_rel_threshold", lambda v: _number(v) and v >= 0, "a number of 0 or more")):
-        value = config.get(name, SGLANG_LAUNCHER[name])
+        value = config.get(name, launcher[name])
         if not ok(value):
             raise ConformanceError(f"{where}: config.{name} {value!r}; use {hint}")
         out[name] = value
     for name, ok, hint in (("max_tree_size", lambda v: _count(v) and v >= 1, "a whole number of 1 or more"),
                            ("eviction_interval_secs", _count, "a whole number of seconds, 0 or more")):
-        value = h.get(name, SGLANG_LAUNCHER[name])
+        value = h.get(name, launcher[name])
         if not ok(value):
             raise ConformanceError(f"{where}: {name} {value!r}; use {hint}")
         out[name] = value
@@ -147,12 +150,13 @@ def _cause(branch: str, chosen: int, loads: list[int], named: int | None) -> str
     return f"{branch}, router took {looks}"
 
 
-def replay(header: dict[str, Any], decisions: list[dict[str, Any]]) -> dict[str, Any]:
+def replay(header: dict[str, Any], decisions: list[dict[str, Any]], policy: str = "sglang") -> dict[str, Any]:
     """`{"decisions", "agree", "by_cause", "disagreements"}`: each decision asked of the project's router, then
     noted as the real router made it."""
+    equal_matches, units = POLICIES[policy]
     router = SGLangRouter(header["workers"], header["cache_threshold"], header["balance_abs_threshold"],
                           header["balance_rel_threshold"], header["eviction_interval_secs"], header["max_tree_size"],
-                          header["order"])
+                          header["order"], equal_matches, units)
     agree = 0
     causes: Counter[str] = Counter()
     disagreements = []
@@ -178,7 +182,8 @@ def add_conformance_verb(verbs: Any) -> Any:
                          description="Replay a decision file recorded from a real router (see README) through the "
                                      "lab's policy and count the decisions it makes the same way. The last line "
                                      "reads 'agree N of M'.")
-    p.add_argument("policy", choices=POLICIES, help="the lab's policy to replay through")
+    p.add_argument("policy", choices=tuple(POLICIES), help="the lab's policy to replay through (sglang for "
+                   "sgl-router 0.3.2, vllm_router for vLLM's router 0.1.17)")
     p.add_argument("file", metavar="FILE.jsonl", help="decision file (JSON Lines, gzipped or not)")
     p.add_argument("--json", action="store_true", help='print {"decisions", "agree", "by_cause"} as JSON')
     return p

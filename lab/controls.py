@@ -49,7 +49,7 @@ class Control:
     label: str
     widget: str  # one of WIDGETS: a switch, a slider, a typed number, a menu, a row of buttons
     labels: tuple[str, ...] = ()  # a menu's or a button row's text for each of the key's choices
-    enabled_when: tuple[str, Any] | None = None  # (key, value): enabled only while that key holds that value
+    enabled_when: tuple[str, Any] | None = None  # (key, value or tuple of values): enabled only while the key holds it
     off_label: str = ""  # a checkbox with this label sets the key to off
     short: str = ""  # the name in a sentence ("Prefix memory 4 GB"); the label if empty
     unit: str = ""  # written after a number, with its space: " GB"
@@ -64,6 +64,14 @@ class Control:
     @property
     def name(self) -> str:
         return "ctl:" + self.key
+
+    def enabled_in(self, scenario: Scenario) -> bool:
+        """Whether `enabled_when` lets this control act in `scenario` (a tuple of values: any of them)."""
+        if self.enabled_when is None:
+            return True
+        key, want = self.enabled_when
+        value = scenario.get(key)
+        return value in want if isinstance(want, tuple) else value == want
 
     @property
     def off_name(self) -> str:
@@ -141,10 +149,11 @@ CONTROLS = (
     Control("router.load_multiple", "Reroute past (× median load)", "slider",
             enabled_when=("router.kind", "prefix_load_aware"), short="Reroute past", unit="× median"),
     Control("router.cache_threshold", "Follow a match covering more than", "slider",
-            enabled_when=("router.kind", "sglang"), short="Match threshold"),
+            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Match threshold"),
     Control("router.balance_abs_threshold", "Imbalanced past a spread of (requests)", "slider",
-            enabled_when=("router.kind", "sglang"), short="Imbalance spread"),
-    Control("router.balance_rel_threshold", "…and a ratio of", "slider", enabled_when=("router.kind", "sglang"),
+            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Imbalance spread"),
+    Control("router.balance_rel_threshold", "…and a ratio of", "slider",
+            enabled_when=("router.kind", ("sglang", "vllm_router")),
             short="Imbalance ratio", unit="×"),
     Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox", short="Serving mode"),
     Control("hardware.preset", "Model and GPU", "select", labels=tuple(p.label for p in PRESETS.values()),
@@ -359,8 +368,7 @@ def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -
         if c.widget == "select":  # its help line follows the chosen option
             out[c.help_name] = {"text": html.escape(c.help(scenario))}
         value = scenario.get(c.key)
-        enabled = (allowed is None or c.key in allowed) and (
-            c.enabled_when is None or scenario.get(c.enabled_when[0]) == c.enabled_when[1])
+        enabled = (allowed is None or c.key in allowed) and c.enabled_in(scenario)
         if c.widget == "checkbox":
             patch: dict[str, Any] = {"active": bool(value)}
         elif c.widget == "buttons":

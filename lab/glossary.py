@@ -191,6 +191,10 @@ GLOSSARY: tuple[Entry, ...] = (
           "lopsided it takes the least busy replica; otherwise it follows its tree to the replica that first got "
           "the prompt's longest prefix, if that prefix covers enough of the prompt, else the least busy.",
           brief="its own tree of what it sent: the first holder of a prefix, unless loads are lopsided."),
+    Entry("vllm_router", "vLLM router", "vLLM's router (vllm-router 0.1.17, cache-aware), a fork of SGLang's with "
+          "the same rule and settings but one step: when several replicas hold the longest match equally, it takes "
+          "the least busy of them rather than the first that got it.",
+          brief="as the SGLang router, but equal matches go to the least busy."),
     Entry("cost", "Lowest estimated TTFT", "Estimates each replica's wait plus the prefill of what it lacks, and "
           "picks the lowest.",
           brief="the lowest estimated wait plus prefill."),

@@ -284,17 +284,19 @@ class Routing(_Section):
                                doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")
     load_multiple: float = _spec(2.0, 1.0, 100.0, page=(1, 6, 0.25),
                                  doc="prefix_load_aware: reroute past this many times the median in-flight count")
-    # sglang: sgl-router 0.3.2's cache_aware settings, defaulting to what its launcher gives (model/sglang.py)
+    # sglang and vllm_router: sgl-router 0.3.2's cache_aware settings, as its launcher gives them (model/sglang.py)
     cache_threshold: float = _spec(0.3, 0.0, 1.0, page=(0, 1, 0.05),
-                                   doc="sglang: follow its tree's best match only above this share of the prompt")
+                                   doc="sglang, vllm_router: follow its tree's best match only above this share of "
+                                       "the prompt")
     balance_abs_threshold: int = _spec(64, 0, 100_000, page=(0, 256, 1),
-                                       doc="sglang: in-flight spread (max - min) that may mean imbalance")
+                                       doc="sglang, vllm_router: in-flight spread (max - min) that may mean imbalance")
     balance_rel_threshold: float = _spec(1.5, 1.0, 100.0, page=(1, 4, 0.05),
-                                         doc="sglang: imbalanced also needs max in flight above min times this")
-    eviction_interval_s: int = _spec(60, 0, 86_400,
-                                     doc="sglang: seconds between trims of its tree to router.max_tree_chars (0: never)")
-    max_tree_chars: int = _spec(2 ** 26, 1, 2 ** 40, doc="sglang: characters of routed text its tree keeps per "
-                                                          "replica at each trim")
+                                         doc="sglang, vllm_router: imbalanced also needs max in flight above min "
+                                             "times this")
+    eviction_interval_s: int = _spec(60, 0, 86_400, doc="sglang, vllm_router: seconds between trims of its tree to "
+                                                        "router.max_tree_chars (0: never)")
+    max_tree_chars: int = _spec(2 ** 26, 1, 2 ** 40, doc="sglang, vllm_router: characters of routed text its tree "
+                                                          "keeps per replica at each trim")
 
 
 @dataclass(frozen=True, slots=True)

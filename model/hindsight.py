@@ -47,6 +47,7 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
                                  [float(view.in_flight(i)) for i in n]),
         "cost": lambda: ("estimated TTFT (s): least wins", [round(Cost.estimate(policy, view, i), 6) for i in n]),
     }
+    by_kind["vllm_router"] = by_kind["sglang"]
     make = by_kind.get(kind)
     return make() if make else None
 

@@ -51,7 +51,7 @@ class Routable(Protocol):
 
 
 __all__ = ["ROUTERS", "BoundedHash", "CacheAware", "ConsistentHash", "Cost", "LeastLoaded", "Policy", "PowerOfTwo",
-           "PrefixLoadAware", "RandomChoice", "Routable", "RoundRobin", "SGLang", "View", "make_router"]
+           "PrefixLoadAware", "RandomChoice", "Routable", "RoundRobin", "SGLang", "VLLMRouter", "View", "make_router"]
 
 
 class View:
@@ -389,6 +389,7 @@ class SGLang:
     rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows its own tree of routed text above "
                            "a match threshold, else the least loaded")
     own_view: ClassVar[bool] = True  # knows what it routed, not the trees: `router.view` does not apply
+    equal_matches: ClassVar[str] = "first"  # several replicas hold the longest match: the one that routed it first
 
     def __init__(self, scenario: Scenario) -> None:
         self.settings = scenario.router
@@ -404,7 +405,8 @@ class SGLang:
         if router is None:
             r = self.settings
             router = self.router = SGLangRouter(len(view), r.cache_threshold, r.balance_abs_threshold,
-                                                r.balance_rel_threshold, r.eviction_interval_s, r.max_tree_chars)
+                                                r.balance_rel_threshold, r.eviction_interval_s, r.max_tree_chars,
+                                                equal_matches=self.equal_matches)
         request = view.request
         text = self.renderer.prompt(request.keys, request.sizes)
         replicas = view.replicas
@@ -415,6 +417,27 @@ class SGLang:
         self.believed_tokens = router.tree.held(text, index) // CHARS_PER_TOKEN
         router.routed(text, index)
         return index
+
+
+class VLLMRouter(SGLang):
+    """vLLM's router (vllm-router 0.1.17, `cache_aware`): SGLang's rule, but equal matches go to the least loaded.
+
+    A fork of sgl-router, checked against its binary: the same balance test,
+    threshold and tree of routed text (the same `router.*` keys), except
+    that when several replicas hold the longest match at equal length it
+    takes the least loaded of them (ties: lowest index), where sgl-router
+    takes the one that first routed that prefix. It matches token ids, not
+    characters, which for the lab's text gives the same match rates. Its
+    launcher trims its tree every 120 s to 2^25 of its own units (about 8 a
+    token); the lab's runs never fill a tree that far, so `router.*`'s
+    defaults (sgl-router's) decide the same.
+    """
+
+    key: ClassVar[str] = "vllm_router"
+    label: ClassVar[str] = "vLLM router"
+    rule: ClassVar[str] = ("as the SGLang router, but of the replicas holding the longest match it takes the least "
+                           "loaded")
+    equal_matches: ClassVar[str] = "least_loaded"
 
 
 class Cost:
@@ -472,11 +495,11 @@ def _top_two(values: list[int]) -> tuple[int, int]:
 
 
 Policy = RoundRobin | RandomChoice | LeastLoaded | ConsistentHash | CacheAware | PowerOfTwo | BoundedHash | \
-    PrefixLoadAware | SGLang | Cost
+    PrefixLoadAware | SGLang | VLLMRouter | Cost
 
 ROUTERS: dict[str, type[Policy]] = {cls.key: cls for cls in (RoundRobin, RandomChoice, LeastLoaded, ConsistentHash,
                                                              CacheAware, PowerOfTwo, BoundedHash, PrefixLoadAware,
-                                                             SGLang, Cost)}
+                                                             SGLang, VLLMRouter, Cost)}
 
 
 def make_router(scenario: Scenario) -> Policy:

@@ -20,7 +20,7 @@ def pick(router, req, reps, now=0.0):
 
 def test_every_router_kind_has_a_class():
     assert set(ROUTERS) == {"round_robin", "random", "least_loaded", "consistent_hash", "cache_aware", "power_of_two",
-                            "bounded_hash", "prefix_load_aware", "sglang", "cost"}
+                            "bounded_hash", "prefix_load_aware", "sglang", "vllm_router", "cost"}
 
 
 def test_the_registry_is_the_one_list_of_routers():

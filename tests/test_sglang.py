@@ -105,7 +105,7 @@ def test_below_the_threshold_the_router_takes_the_least_loaded_not_the_smallest_
 
 
 def test_eviction_runs_on_the_timer_from_the_routers_start():
-    router = SGLangRouter(1, eviction_interval_s=10, max_tree_chars=4)
+    router = SGLangRouter(1, eviction_interval_s=10, max_tree_size=4)
     router.routed("abcdefgh", 0)
     router.decide("x", [0], 9.9)
     assert router.tree.chars == [8]
@@ -192,3 +192,34 @@ def test_explain_shows_what_its_tree_believed_before_the_request_was_added():
     assert 0 < chosen["believed_tokens"] < seen["prompt_tokens"]  # its match, not the whole prompt it then added
     assert chosen["believed_tokens"] == round(d["match_rate"] * seen["prompt_tokens"])
     assert f"{d['match_rate']:.0%}" in d["why"]
+
+
+# -- vLLM's router ------------------------------------------------------------------------------------
+
+def test_vllms_router_sends_an_equal_match_to_the_least_loaded_holder():
+    sgl, vllm = SGLangRouter(3), SGLangRouter(3, equal_matches="least_loaded")
+    for router in (sgl, vllm):
+        router.routed("system prompt", 0)
+        router.routed("system prompt", 2)
+    assert sgl.decide("system prompt?", [5, 0, 3], 0).worker == 0  # the first to route it, however busy
+    assert vllm.decide("system prompt?", [5, 0, 3], 0).worker == 2  # the least loaded of the holders, not 1
+    assert vllm.decide("system prompt?", [3, 0, 3], 0).worker == 0  # equal loads: the first in order
+
+
+def test_every_recorded_decision_file_agrees_with_its_policy_at_least_99_percent():
+    """The files bench/conformance_record.py recorded from the real binaries (sgl-router 0.3.2, vllm-router 0.1.17)."""
+    from pathlib import Path
+
+    from lab.conformance import read_decisions, replay
+    files = sorted((Path(__file__).resolve().parent.parent / "bench" / "conformance").glob("*.jsonl.gz"))
+    assert len(files) >= 20
+    seen = set()
+    for path in files:
+        header, decisions = read_decisions(str(path))
+        policy = "vllm_router" if header["router"].startswith("vllm-router") else "sglang"
+        out = replay(header, decisions, policy)
+        assert out["agree"] >= 0.99 * out["decisions"], (path.name, out["by_cause"])
+        seen.add((policy, len(decisions), header["cache_threshold"]))
+    for policy in ("sglang", "vllm_router"):  # 300 sequential and 450 concurrent, at three parameter sets
+        assert {(n, c) for p, n, c in seen if p == policy} >= {(300, 0.3), (450, 0.3), (300, 0.5), (450, 0.5),
+                                                                (300, 0.7), (450, 0.7)}
