@@ -51,3 +51,12 @@ def test_an_explanation_lists_every_replica_and_the_regret():
     text = explain_html(seen)
     assert text.count("<tr") == 4 and 'class="chosen"' in text and f"{seen['regret_ms']:,.0f} ms sooner" in text
     assert explain_html(None) == ""
+
+
+def test_the_why_row_of_sglang_says_what_its_own_tree_believed():
+    from lab.fleetview import explain_html
+    from model import explain
+    s = scenario(router__kind="sglang", traffic__session_rate=6)
+    html_ = explain_html(explain(s, 400))
+    assert "(its own tree)" in html_ and "Its tree matched 96% of the prompt, above its threshold" in html_
+    assert "own tree of the text it sent" in router_html(s, simulate(s))
