@@ -284,34 +284,6 @@ MISSIONS: tuple[Mission, ...] = (
                       "router_overestimate"),
     ),
     Mission(
-        id="pile-up",
-        requires=("stale-router",),
-        title="Everyone follows the first",
-        brief=("SGLang's own router, with the settings its launcher gives. At this light load no replica is "
-               "ever 64 requests ahead of another, so it always follows its tree, and its tree names the replica "
-               "that first received each prefix. Every request of the run lands on replica 0; three replicas "
-               "sit idle."),
-        lesson=("A router that follows the first holder of a prefix needs a load check that bites at the load "
-                "it actually sees. At a few requests in flight, an imbalance bound of 64 never fires: the bound "
-                "has to sit near the spread a busy replica really reaches."),
-        start=_s(router__kind="sglang"),
-        controls=("router.balance_abs_threshold", "router.cache_threshold"),
-        goal=(at_most("ttft_p99_ms", 1000),),
-        two_stars=(at_most("ttft_p99_ms", 600),),
-        three_stars=(at_most("ttft_p99_ms", 450), at_least("hit_rate", 0.75)),
-        grid=(block(router__balance_abs_threshold="0,1,2,4,8,16,32,64,128",
-                    router__cache_threshold="0.3,0.5,0.7,0.9"),),
-        tradeoff=("ttft_p99_ms", "hit_rate"),
-        hints=("How busy each replica was over time shows one replica doing all the work: every request ties on "
-               "load, and the tree always names the same replica.",
-               "Lower the Imbalance spread until the load check fires at the few requests a busy replica really "
-               "holds.",
-               "Watch Prefix cache hit rate over time as you lower the Imbalance spread: with none at all, prompts "
-               "scatter away from the replicas that hold their prefixes."),
-        predict=Prediction("ttft_p99_ms", "With every request sent to one replica, how long will the slowest "
-                           "request in a hundred wait for its first token?", 0, 5000, 50),
-    ),
-    Mission(
         id="warm-or-idle",
         requires=("stale-router",),
         title="Warm but busy, or idle and cold",
@@ -417,6 +389,34 @@ MISSIONS: tuple[Mission, ...] = (
                "them."),
         predict=share("With prefill chunks sharing every replica, what share of answers will never pause longer "
                       "than the TBT target?", "tbt_slo_met"),
+    ),
+    Mission(
+        id="pile-up",
+        requires=("stale-router",),
+        title="Everyone follows the first",
+        brief=("SGLang's own router, with the settings its launcher gives. At this light load no replica is "
+               "ever 64 requests ahead of another, so it always follows its tree, and its tree names the replica "
+               "that first received each prefix. Every request of the run lands on replica 0; three replicas "
+               "sit idle."),
+        lesson=("A router that follows the first holder of a prefix needs a load check that bites at the load "
+                "it actually sees. At a few requests in flight, an imbalance bound of 64 never fires: the bound "
+                "has to sit near the spread a busy replica really reaches."),
+        start=_s(router__kind="sglang"),
+        controls=("router.balance_abs_threshold", "router.cache_threshold"),
+        goal=(at_most("ttft_p99_ms", 1000),),
+        two_stars=(at_most("ttft_p99_ms", 600),),
+        three_stars=(at_most("ttft_p99_ms", 450), at_least("hit_rate", 0.75)),
+        grid=(block(router__balance_abs_threshold="0,1,2,4,8,16,32,64,128",
+                    router__cache_threshold="0.3,0.5,0.7,0.9"),),
+        tradeoff=("ttft_p99_ms", "hit_rate"),
+        hints=("How busy each replica was over time shows one replica doing all the work: every request ties on "
+               "load, and the tree always names the same replica.",
+               "Lower the Imbalance spread until the load check fires at the few requests a busy replica really "
+               "holds.",
+               "Watch Prefix cache hit rate over time as you lower the Imbalance spread: with none at all, prompts "
+               "scatter away from the replicas that hold their prefixes."),
+        predict=Prediction("ttft_p99_ms", "With every request sent to one replica, how long will the slowest "
+                           "request in a hundred wait for its first token?", 0, 5000, 50),
     ),
 )
 

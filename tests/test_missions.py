@@ -128,9 +128,9 @@ def test_prerequisites_are_declared_on_each_mission_as_todays_chain():
         ("cache-on", ()), ("timestamp", ("cache-on",)), ("round-robin", ("timestamp",)),
         ("hot-tenant", ("round-robin",)), ("surge-memory", ("hot-tenant",)), ("burst", ("surge-memory",)),
         ("consistent-hash", ("burst",)), ("monday", ("consistent-hash",)),
-        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)), ("pile-up", ("stale-router",)),
+        ("bounded-hash", ("consistent-hash",)), ("stale-router", ("bounded-hash",)),
         ("warm-or-idle", ("stale-router",)), ("fan-out", ("warm-or-idle",)), ("real-traffic", ("round-robin",)),
-        ("split-decode", ("fan-out",))]
+        ("split-decode", ("fan-out",)), ("pile-up", ("stale-router",))]
     check_catalog()
 
 
