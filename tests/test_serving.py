@@ -261,10 +261,10 @@ PRESETS = {
 }
 
 GOLDEN = {  # sha256 of each serving preset's whole result and records (helpers.everything); change only on purpose
-    "a100_surge": "8cb76a4c3735785fbfcb7c08765be4fdce42c2e86e57468fd94b6c2cc7d648bf",
-    "burst_tight_memory": "1b614a2472c49381daeab2f35f5f0674f7cec6656d09eb6737526f637df56acb",
-    "default": "4920109e90047cdd63572e41106e595fad6fb80b2ba5e277fd5a6ef43eda4ae8",
-    "prefill_first": "a1cc8cb9bafe76f2edffa1a09e4589898c4dc57a0f3c220c0c04c584e70e4aac",
+    "a100_surge": "269db7161486c74d318983a48084e9cd52a3f075c43d3251c2328e1701fc99ee",
+    "burst_tight_memory": "bccd0013d15c6b73374def419e437040d7d490ff82c707f5c0ca0fbd7e2b673c",
+    "default": "11570562d2d357f63b7f34df8325ca6f4b9922a6aa3385f635aac1431dfcb639",
+    "prefill_first": "23d778ea878dd914e034bf881cfe641df1b74465e199ec47ecdc86deb3ad9ed0",
 }
 
 
@@ -277,8 +277,8 @@ def test_golden_result_of_each_serving_preset(name):
 # Lab mode's own figures stay pinned by test_engine.GOLDEN (helpers.canonical); the fields serving mode added to
 # every result (kv series, offered and configured rates, notes...) get a golden of their own in lab mode too.
 LAB_GOLDEN = {
-    "default": "9e8e25e0844d3f0c5a4ff4ecf67c5e237404e3cd8bc2413e6e4d76f2886690d3",
-    "surge_and_burst": "3f27d50f765693661ac34e6ef79eb983fa2b97070ec6c8758822847d0da4a5e8",
+    "default": "8aeec36f0644605c6e08c32e10559337d19339bb4edb9b2e647c8b0089027eac",
+    "surge_and_burst": "98693ea2173237753637b41986fce487c011ed9a776454c71e39e9f02df31936",
 }
 LAB_PRESETS = {"default": {}, "surge_and_burst": {"events": "surge@60+60,burst@150+30x3", "fleet.memory_gb": "1",
                                                   "router.kind": "cache_aware"}}
