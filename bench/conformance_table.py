@@ -12,7 +12,7 @@ how many the lab makes the same way, and the causes of any that differ.
 import sys
 from pathlib import Path
 
-from lab.conformance import read_decisions, replay
+from lab.conformance import policy_of, read_decisions, replay
 
 
 def main() -> int:
@@ -26,7 +26,7 @@ def main() -> int:
     total = agree = 0
     for path in files:
         header, decisions = read_decisions(str(path))
-        policy = "vllm_router" if header["router"].startswith("vllm-router") else "sglang"
+        policy = policy_of(header) or "sglang"
         out = replay(header, decisions, policy)
         stream = path.name.split(".")[0].split("-", 1)[1]
         tree = f"{header['max_tree_size']:,} / {header['eviction_interval_secs']} s"

@@ -35,8 +35,9 @@ Pieces, all on 127.0.0.1:
   request (by its `rid`): the index of that fake is the decision.
 - `RouterSession.release(i)`: the fake answers request `i`; returns once the
   client has the whole answer. The router may still be decrementing its counter
-  then: the next send's wait above covers that (no sleep anywhere; the count of
-  polls that found the router behind is kept in `stats`).
+  then: the next send's wait above covers that (no sleep stands in for it; the
+  count of polls that found the router behind is kept in `stats`; the only
+  sleeps pace a schedule, poll the router's start-up and its eviction log).
 - The tie order: right after start-up the session sends empty-text probes and
   holds them. An empty text matches nothing, every load ties, so each probe goes
   to the first worker, in the router's own order, that has none held: their

@@ -552,16 +552,18 @@ def _fanout(args: argparse.Namespace) -> int:
 
 
 def _conformance(args: argparse.Namespace) -> int:
-    from .conformance import ConformanceError, read_decisions, replay
+    from .conformance import ConformanceError, check_policy, read_decisions, replay
     try:
         header, decisions = read_decisions(args.file)
+        check_policy(header, args.policy)
     except ConformanceError as exc:
         raise UsageError(str(exc)) from None
     result = replay(header, decisions, args.policy)
     if args.json:
         _out(json.dumps({k: result[k] for k in ("decisions", "agree", "by_cause")}))
         return 0
-    _out(f"{header['router']} as {args.policy}, cache_aware, {header['workers']} workers: threshold {header['cache_threshold']}, "
+    workers = f"{header['workers']} worker" + ("s" if header["workers"] != 1 else "")
+    _out(f"{header['router']} as {args.policy}, cache_aware, {workers}: threshold {header['cache_threshold']}, "
          f"balance {header['balance_abs_threshold']} and x{header['balance_rel_threshold']}")
     for d in result["disagreements"][:20]:
         _out(f"  decision {d['decision']} at {d['t']:.3f} s: lab {d['ours']}, router {d['router']} "

@@ -24,16 +24,22 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from model import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter
+from model import SGLangRouter, VLLMRouterRule
 
 __all__ = ["ConformanceError", "add_conformance_verb", "read_decisions", "replay"]
 
-# the lab's policy -> how its router breaks equal matches, and its tree's units per character
-POLICIES = {"sglang": ("first", 1), "vllm_router": ("least_loaded", 2)}
+# the lab's policy -> the real router it stands for (the header's "router" starts so) and that router's rule
+POLICIES = {"sglang": ("sglang-router", SGLangRouter), "vllm_router": ("vllm-router", VLLMRouterRule)}
+
+
+def policy_of(header: dict[str, Any]) -> str | None:
+    """The lab's policy for a decision file's router, from its header (None: a router the lab has no policy for)."""
+    return next((p for p, (name, _) in POLICIES.items() if header["router"].startswith(name)), None)
 
 
 class ConformanceError(ValueError):
@@ -49,7 +55,7 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
             for number, line in enumerate(f, 1):
                 if line.strip():
                     yield number, line
-    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ConformanceError(f"{path}: not a UTF-8 JSON Lines file ({exc})") from None
 
 
@@ -58,7 +64,8 @@ def _number(value: Any) -> bool:
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A whole number a router keeps in a `usize`: 0 up to 2^64 - 1."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 64
 
 
 def _header(where: str, h: Any) -> dict[str, Any]:
@@ -82,10 +89,12 @@ def _header(where: str, h: Any) -> dict[str, Any]:
         raise ConformanceError(f"{where}: config must be an object of cache_threshold, balance_abs_threshold and "
                                "balance_rel_threshold")
     out = {"workers": n, "order": order, "router": str(h["router"])}
-    launcher = VLLM_LAUNCHER if out["router"].startswith("vllm-router") else SGLANG_LAUNCHER
+    policy = policy_of(out)
+    launcher = POLICIES[policy or "sglang"][1].LAUNCHER
     for name, ok, hint in (("cache_threshold", lambda v: _number(v) and 0 <= v <= 1, "a number from 0 to 1"),
                            ("balance_abs_threshold", _count, "a whole number of 0 or more"),
-                           ("balance_rel_threshold", lambda v: _number(v) and v >= 0, "a number of 0 or more")):
+                           ("balance_rel_threshold", lambda v: _number(v) and 0 <= v <= 1e6,
+                            "a number from 0 to 1,000,000")):
         value = config.get(name, launcher[name])
         if not ok(value):
             raise ConformanceError(f"{where}: config.{name} {value!r}; use {hint}")
@@ -112,7 +121,7 @@ def read_decisions(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         where = f"{path}:{number}"
         try:
             item = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (json.JSONDecodeError, RecursionError, ValueError):  # ValueError: an integer of thousands of digits
             raise ConformanceError(f"{where}: not a JSON object") from None
         if header is None:
             header = _header(where, item)
@@ -136,7 +145,16 @@ def read_decisions(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         decisions.append({"t": float(t), "text": text, "in_flight": loads, "chosen": chosen})
     if header is None:
         raise ConformanceError(f"{path}: empty; a decision file starts with its header line")
+    if not decisions:
+        raise ConformanceError(f"{path}: a header and no decisions; record some (bench/conformance_record.py)")
     return header, decisions
+
+
+def check_policy(header: dict[str, Any], policy: str) -> None:
+    """`ConformanceError` unless the file was recorded from the router `policy` stands for."""
+    own = policy_of(header)
+    if own is not None and own != policy:
+        raise ConformanceError(f"this file was recorded from {header['router']}; replay it as {own}, not {policy}")
 
 
 def _cause(branch: str, chosen: int, loads: list[int], named: int | None) -> str:
@@ -153,10 +171,10 @@ def _cause(branch: str, chosen: int, loads: list[int], named: int | None) -> str
 def replay(header: dict[str, Any], decisions: list[dict[str, Any]], policy: str = "sglang") -> dict[str, Any]:
     """`{"decisions", "agree", "by_cause", "disagreements"}`: each decision asked of the project's router, then
     noted as the real router made it."""
-    equal_matches, units = POLICIES[policy]
-    router = SGLangRouter(header["workers"], header["cache_threshold"], header["balance_abs_threshold"],
-                          header["balance_rel_threshold"], header["eviction_interval_secs"], header["max_tree_size"],
-                          header["order"], equal_matches, units)
+    rule = POLICIES[policy][1]
+    router = rule(header["workers"], header["cache_threshold"], header["balance_abs_threshold"],
+                  header["balance_rel_threshold"], header["eviction_interval_secs"], header["max_tree_size"],
+                  header["order"])
     agree = 0
     causes: Counter[str] = Counter()
     disagreements = []

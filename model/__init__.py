@@ -58,7 +58,7 @@ from .rng import stream
 from .roofline import roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
-from .sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter
+from .sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule
 from .split import SLO_SHARE, split_compare, split_figures
 from .stall import stall_demo, stall_of
 from .trace import (
@@ -93,7 +93,7 @@ __all__ = [
     # prefill and decode (model/roofline.py, model/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
     # sgl-router 0.3.2's rule on its own state, for replaying its recorded decisions (model/sglang.py)
-    "SGLANG_LAUNCHER", "SGLangRouter", "VLLM_LAUNCHER",
+    "SGLANG_LAUNCHER", "SGLangRouter", "VLLM_LAUNCHER", "VLLMRouterRule",
     # one replica's radix tree at a moment of a run (model/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

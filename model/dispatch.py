@@ -2,13 +2,13 @@
 
 A `Dispatcher` belongs to one run. For each request it makes the `View`
 (the exact trees, or with `router.view=approximate` the router's own
-`Memory`; a policy with an index of its own, `own_view`, ignores both),
+`Memory`; a policy with an index of its own, `SGLang`'s, ignores both),
 asks the policy to choose (unless `force` names the replica, for
 counterfactuals; the policy still chooses, so its own state moves as it
 would), tells `watch` of the decision, and then, with the approximate view,
 counts how many of the tokens it believed cached were not there and
-remembers what it sent (a policy with its own index counts its own
-`believed_tokens`). The engines do the rest.
+remembers what it sent (a policy with its own index is told where the
+request went, and counts what it believed). The engines do the rest.
 """
 
 from collections.abc import Callable, Sequence
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from .config import Scenario
 from .memory import Memory
 from .metrics import ratio
-from .routers import Routable, View, make_router
+from .routers import Routable, SGLang, View, make_router
 from .traffic import Request
 
 __all__ = ["Dispatcher", "held_elsewhere"]
@@ -31,10 +31,11 @@ class Dispatcher:
         r = scenario.router
         self.kind = r.kind
         self.policy = make_router(scenario)
-        own = getattr(self.policy, "own_view", False)  # a router that keeps its own index (sglang) ignores router.view
+        own = isinstance(self.policy, SGLang)  # keeps its own index of what it sent: router.view does not apply
         self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" and not own else None
         self.notes: tuple[str, ...] = ((f"The {self.policy.label} keeps its own tree of the text it routed: what the "
-                                        "router knows (router.view) does not apply to it",) if own else ())
+                                        "router knows (router.view) does not apply to it",)
+                                       if own and r.view == "approximate" else ())
         self.force = force or {}  # request id -> replica, overriding the policy
         self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
         self.believed = 0  # tokens the router believed cached on the replicas it chose
@@ -48,10 +49,10 @@ class Dispatcher:
             raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")
         if self.watch is not None:
             self.watch(view, index)
-        own = getattr(self.policy, "believed_tokens", None)
-        if own is not None:
-            self.believed += own
-            self.overestimated += max(0, own - view.actual(index))
+        if isinstance(self.policy, SGLang):  # told where the request went, forced or not, as the real router knows
+            believed = self.policy.sent(index)
+            self.believed += believed
+            self.overestimated += max(0, believed - view.actual(index))
         elif self.memory is not None:
             believed = view.matched(index)
             self.believed += believed

@@ -20,11 +20,9 @@ from .serving_run import ServingRun
 __all__ = ["explain"]
 
 
-_BRANCHES = {  # what a router with its own tree (sglang) did at a decision, by the branch it took
+_BRANCHES = {  # what a router with its own tree did at a decision, by the branch it took (cache: its CACHE_WHY)
     "balance": "Loads were lopsided past both imbalance thresholds, so it took the replica with the fewest requests "
                "in flight, ignoring its tree.",
-    "cache": "Its tree matched {rate:.0%} of the prompt, above its threshold, at a prefix it first sent to replica "
-             "{named}: it went there, however busy.",
     "low_match": "Its tree matched only {rate:.0%} of the prompt, not above its threshold, so it took the replica "
                  "with the fewest requests in flight (the first of equals).",
 }
@@ -70,7 +68,8 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
             d = own.last
             rate = round(d.matched_chars / d.text_chars, 6) if d.text_chars else 0.0
             seen["decision"] = {"branch": d.branch, "named": d.tree_worker, "match_rate": rate,
-                                "why": _BRANCHES[d.branch].format(rate=rate, named=d.tree_worker)}
+                                "why": (own.CACHE_WHY if d.branch == "cache" else _BRANCHES[d.branch]).format(
+                                    rate=rate, named=d.tree_worker)}
         seen.update(arrival_s=round(view.request.arrival_s, 6), prompt_tokens=view.request.prompt_tokens,
                     chosen=chosen, score=score[0] if score else None, replicas=[{
             "replica": i,

@@ -26,7 +26,7 @@ from .explainers import fetch_plan, fleet_link
 from .hardware import profile_of
 from .memory import Memory
 from .rng import stream
-from .sglang import Decision, SGLangRouter
+from .sglang import Decision, SGLangRouter, VLLMRouterRule
 from .text import CHARS_PER_TOKEN, Renderer
 
 if TYPE_CHECKING:
@@ -388,35 +388,43 @@ class SGLang:
     label: ClassVar[str] = "SGLang router"
     rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows its own tree of routed text above "
                            "a match threshold, else the least loaded")
+    RULE: ClassVar[type[SGLangRouter]] = SGLangRouter  # the real router's rule, on its own state
     own_view: ClassVar[bool] = True  # knows what it routed, not the trees: `router.view` does not apply
-    equal_matches: ClassVar[str] = "first"  # several replicas hold the longest match: the one that routed it first
+    # what its cache branch did, for `explain` ({rate}: the tree's match rate, {named}: the replica the tree named)
+    CACHE_WHY: ClassVar[str] = ("Its tree matched {rate:.0%} of the prompt, above its threshold, at a prefix it first "
+                                "sent to replica {named}: it went there, however busy.")
 
     def __init__(self, scenario: Scenario) -> None:
         self.settings = scenario.router
         self.router: SGLangRouter | None = None  # made at the first decision, for the replicas routed between
         self.renderer = Renderer()
-        self.believed_tokens = 0  # tokens its tree held for the chosen replica, at the last decision
-        self.note_beliefs = False  # set to keep `beliefs`, the tree's held tokens for every replica, per decision
-        self.beliefs: list[int] = []
+        self.text = ""  # the prompt of the decision under way, as text
+        self.note_beliefs = False  # set (by `explain`) to keep `beliefs` at every decision
+        self.beliefs: list[int] = []  # tokens its tree held for each replica at the last decision
         self.last: Decision | None = None
 
     def choose(self, view: View) -> int:
         router = self.router
         if router is None:
             r = self.settings
-            router = self.router = SGLangRouter(len(view), r.cache_threshold, r.balance_abs_threshold,
-                                                r.balance_rel_threshold, r.eviction_interval_s, r.max_tree_chars,
-                                                equal_matches=self.equal_matches)
+            router = self.router = self.RULE(len(view), r.cache_threshold, r.balance_abs_threshold,
+                                             r.balance_rel_threshold, r.eviction_interval_s,
+                                             r.max_tree_chars * self.RULE.UNITS_PER_CHAR)
         request = view.request
-        text = self.renderer.prompt(request.keys, request.sizes)
+        text = self.text = self.renderer.prompt(request.keys, request.sizes)
         replicas = view.replicas
         decision = self.last = router.decide(text, [r.in_flight() for r in replicas], view.now)
-        index = decision.worker
         if self.note_beliefs:
             self.beliefs = [router.tree.held(text, i) // CHARS_PER_TOKEN for i in range(len(replicas))]
-        self.believed_tokens = router.tree.held(text, index) // CHARS_PER_TOKEN
-        router.routed(text, index)
-        return index
+        return decision.worker
+
+    def sent(self, index: int) -> int:
+        """Note that this decision's prompt went to replica `index` (its choice, or one forced on it); returns the
+        tokens its tree held there, what the router counted on finding."""
+        assert self.router is not None, "sent() follows choose()"
+        believed = self.router.tree.held(self.text, index) // CHARS_PER_TOKEN
+        self.router.routed(self.text, index)
+        return believed
 
 
 class VLLMRouter(SGLang):
@@ -429,15 +437,18 @@ class VLLMRouter(SGLang):
     takes the one that first routed that prefix. It matches token ids, not
     characters, which for the lab's text gives the same match rates. Its
     launcher trims its tree every 120 s to 2^25 of its own units (about 8 a
-    token); the lab's runs never fill a tree that far, so `router.*`'s
-    defaults (sgl-router's) decide the same.
+    token, taken as 2 a character); `router.max_tree_chars` is in characters
+    for both. The lab's runs never fill a tree that far, so `router.*`'s
+    defaults (sgl-router's) decide the same as its own.
     """
 
     key: ClassVar[str] = "vllm_router"
     label: ClassVar[str] = "vLLM router"
     rule: ClassVar[str] = ("as the SGLang router, but of the replicas holding the longest match it takes the least "
                            "loaded")
-    equal_matches: ClassVar[str] = "least_loaded"
+    RULE: ClassVar[type[SGLangRouter]] = VLLMRouterRule
+    CACHE_WHY: ClassVar[str] = ("Its tree matched {rate:.0%} of the prompt, above its threshold: of the replicas "
+                                "holding that much of it, it took the one with the fewest requests in flight.")
 
 
 class Cost:

@@ -26,10 +26,11 @@ characters by least recently used leaves. Defaults are what the launcher
 vLLM's router 0.1.17 (`vllm-router`, a fork) decides by the same rule but for
 one step: when several workers hold the longest match at equal length, it
 takes the least loaded of them (first in order among equals), not the one
-that routed the prefix first (`equal_matches="least_loaded"`). It matches
+that routed the prefix first. It matches
 token ids, which for the lab's text (4 characters a token, segments whole
-tokens) gives the same match rates; its tree counts about 8 units a token,
-2 a character (`units_per_char`); its launcher trims every 120 s to 2^25.
+tokens) gives the same match rates; its tree counts about 8 units a token
+(an approximation: 2 a character); its launcher trims every 120 s to 2^25
+(`VLLMRouterRule`).
 
 `SGLangRouter` knows nothing of the simulation: the `sglang` and
 `vllm_router` policies feed it rendered prompts and the replicas' in-flight
@@ -39,64 +40,79 @@ real binary.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from .textree import TextTree
 
-__all__ = ["SGLANG_LAUNCHER", "VLLM_LAUNCHER", "Decision", "SGLangRouter", "f32"]
+__all__ = ["SGLANG_LAUNCHER", "VLLM_LAUNCHER", "Decision", "SGLangRouter", "VLLMRouterRule", "f32"]
 
 # What `python -m sglang_router.launch_router` runs with when no flag is given (router_args.py).
 SGLANG_LAUNCHER = {"cache_threshold": 0.3, "balance_abs_threshold": 64, "balance_rel_threshold": 1.5,
-            "eviction_interval_secs": 60, "max_tree_size": 2 ** 26}
+                   "eviction_interval_secs": 60, "max_tree_size": 2 ** 26}
 # What vLLM's router (`vllm-router` 0.1.17) runs with; its tree size counts its own units (see above).
 VLLM_LAUNCHER = {**SGLANG_LAUNCHER, "eviction_interval_secs": 120, "max_tree_size": 2 ** 25}
 
 _F32 = struct.Struct("<f")
+_F32_MAX = 3.4028234663852886e38
 
 
 def f32(x: float) -> float:
-    """`x` rounded to the nearest 32-bit float, as Rust's `as f32` does."""
-    return float(_F32.unpack(_F32.pack(x))[0])
+    """`x` rounded to the nearest 32-bit float, as Rust's `as f32` does (past the largest: infinity)."""
+    try:
+        return float(_F32.unpack(_F32.pack(x))[0])
+    except OverflowError:  # struct refuses what Rust rounds to infinity
+        return math.copysign(math.inf, x) if abs(x) > _F32_MAX else x
 
 
 class Decision(NamedTuple):
-    """One choice and why: the branch (`balance`, `cache` or `low_match`), the tree's match and its worker."""
+    """One choice and why: the branch (`balance`, `cache` or `low_match`), the tree's match and who it named."""
 
     worker: int
     branch: str
     matched_chars: int
     text_chars: int
-    tree_worker: int | None  # the worker the tree named for the match (taken only on the cache branch)
+    tree_worker: int | None  # the worker the tree named at its deepest matched node (None on the balance branch)
 
 
 class SGLangRouter:
-    """The router's decisions for `workers` workers; `order` is its worker order for ties (default 0..n-1)."""
+    """sgl-router 0.3.2's decisions for `workers` workers; `order` is its worker order for ties (default 0..n-1).
+
+    `max_tree_size` is in the router's own units, `UNITS_PER_CHAR` of them a
+    character. Defaults are the launcher's (`SGLANG_LAUNCHER`).
+    """
+
+    LAUNCHER: ClassVar[dict[str, float]] = SGLANG_LAUNCHER
+    UNITS_PER_CHAR: ClassVar[int] = 1  # sgl-router's tree counts characters
 
     __slots__ = ("cache_threshold", "abs_threshold", "rel_threshold", "interval_s", "max_chars", "order", "tree",
-                 "next_eviction_s", "equal_matches")
+                 "next_eviction_s")
 
-    def __init__(self, workers: int, cache_threshold: float = 0.3, balance_abs_threshold: int = 64,
-                 balance_rel_threshold: float = 1.5, eviction_interval_s: float = 60,
-                 max_tree_size: int = 2 ** 26, order: Sequence[int] | None = None, equal_matches: str = "first",
-                 units_per_char: int = 1) -> None:
-        if equal_matches not in ("first", "least_loaded"):
-            raise ValueError(f"equal_matches {equal_matches!r}: use 'first' (sgl-router) or 'least_loaded' (vLLM's)")
-        self.cache_threshold = f32(cache_threshold)
-        self.abs_threshold = balance_abs_threshold
-        self.rel_threshold = f32(balance_rel_threshold)
-        self.interval_s = eviction_interval_s
-        self.max_chars = max_tree_size // units_per_char  # the size bound in the tree's own characters
-        self.equal_matches = equal_matches
+    def __init__(self, workers: int, cache_threshold: float | None = None, balance_abs_threshold: int | None = None,
+                 balance_rel_threshold: float | None = None, eviction_interval_s: float | None = None,
+                 max_tree_size: int | None = None, order: Sequence[int] | None = None) -> None:
+        d = self.LAUNCHER
+        self.cache_threshold = f32(d["cache_threshold"] if cache_threshold is None else cache_threshold)
+        self.abs_threshold = int(d["balance_abs_threshold"] if balance_abs_threshold is None else balance_abs_threshold)
+        self.rel_threshold = f32(d["balance_rel_threshold"] if balance_rel_threshold is None else balance_rel_threshold)
+        self.interval_s = d["eviction_interval_secs"] if eviction_interval_s is None else eviction_interval_s
+        size = int(d["max_tree_size"] if max_tree_size is None else max_tree_size)
+        self.max_chars = size // self.UNITS_PER_CHAR  # the size bound in the tree's own characters
         self.order = list(order) if order is not None else list(range(workers))
         if sorted(self.order) != list(range(workers)):
             raise ValueError(f"worker order {self.order} is not an order of workers 0 to {workers - 1}")
         self.tree = TextTree(workers)
-        self.next_eviction_s = eviction_interval_s if eviction_interval_s > 0 else None
+        self.next_eviction_s = self.interval_s if self.interval_s > 0 else None
 
     def decide(self, text: str, loads: Sequence[int], now_s: float) -> Decision:
-        """The worker the router picks for `text` at `now_s` seconds after it started (the tree is not changed)."""
+        """The worker the router picks for `text` at `now_s` seconds after it started.
+
+        Runs the evictions due by then; off the balance branch the tree's match
+        advances its counter (and may refresh a stamp). The text itself is
+        added by `routed`, once the caller knows where it went.
+        """
         self._evict_due(now_s)
         high, low = max(loads), min(loads)
         if high - low > self.abs_threshold and f32(high) > f32(f32(low) * self.rel_threshold):
@@ -104,12 +120,12 @@ class SGLangRouter:
         matched, named = self.tree.match(text)
         rate = f32(f32(matched) / f32(len(text))) if text else 0.0
         if rate > self.cache_threshold and named is not None:
-            if self.equal_matches == "least_loaded":  # vLLM's: the least loaded of those holding the match
-                held = [self.tree.held(text, w) for w in range(len(loads))]
-                top = max(held)
-                named = self._least_loaded(loads, [w for w, h in enumerate(held) if h == top])
-            return Decision(named, "cache", matched, len(text), named)
+            return Decision(self._follow(text, loads, named), "cache", matched, len(text), named)
         return Decision(self._least_loaded(loads), "low_match", matched, len(text), named)
+
+    def _follow(self, text: str, loads: Sequence[int], named: int) -> int:
+        """The worker a match above the threshold goes to: the one the tree names."""
+        return named
 
     def routed(self, text: str, worker: int) -> None:
         """Note that `text` went to `worker` (the router inserts it whichever branch chose)."""
@@ -129,3 +145,21 @@ class SGLangRouter:
         self.tree.evict(self.max_chars)
         ticks = int((now_s - due) // self.interval_s) + 1
         self.next_eviction_s = due + ticks * self.interval_s
+
+
+class VLLMRouterRule(SGLangRouter):
+    """vLLM's router 0.1.17: of the workers holding the longest match, the least loaded (first in order among equals).
+
+    Its tree counts about 8 units a token, taken here as 2 a character (a fit to one
+    measurement: 8t - 7 units for a prompt of t tokens); defaults: `VLLM_LAUNCHER`.
+    """
+
+    LAUNCHER: ClassVar[dict[str, float]] = VLLM_LAUNCHER
+    UNITS_PER_CHAR: ClassVar[int] = 2
+
+    __slots__ = ()
+
+    def _follow(self, text: str, loads: Sequence[int], named: int) -> int:
+        held = [self.tree.held(text, w) for w in range(len(loads))]
+        top = max(held)
+        return self._least_loaded(loads, [w for w, h in enumerate(held) if h == top])

@@ -19,7 +19,10 @@ own segment, so the replicas' caches share it as a token cache would, and
 the router's text shares its characters.
 
 A renderer is per run (the assignment is its only state): the same requests
-in the same order always give the same text.
+in the same order always give the same text. It takes a key to stand for
+the same tokens wherever it appears, as every source of the lab makes them:
+a key seen with two sizes would share its first characters, and a character
+match would run on past the segment match.
 """
 
 from collections.abc import Hashable, Sequence

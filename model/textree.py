@@ -14,7 +14,9 @@ as the router applies them (`policies/tree.rs`):
 - **match(text)**: the longest matched run over all replicas' nodes, and
   the replica *at the deepest node reached* (a partly matched node counts):
   the one that created that node, or, once that one has been evicted from
-  it, the first replica left there; that replica sticks from then on. The
+  it, another replica still there (the router takes its hash map's first,
+  which varies from run to run; this tree takes the earliest to arrive);
+  that replica sticks from then on. The
   counter advances on every match, and one match in eight (the count
   divisible by 8) refreshes that replica's stamp at the node.
 - **evict(max_chars)**: every replica holding more than `max_chars`
@@ -66,7 +68,7 @@ def _shared(a: str, b: str) -> int:
 class TextTree:
     """The router's tree of routed text over `replicas` replicas (see the module docstring)."""
 
-    __slots__ = ("root", "chars", "count")
+    __slots__ = ("root", "chars", "count")  # count: the tree's access counter, the next stamp it hands out
 
     def __init__(self, replicas: int) -> None:
         self.root = _Node("", None, None)
@@ -177,7 +179,8 @@ class TextTree:
                 found += 1
 
     def check_invariants(self) -> None:
-        """Each replica's count is the characters of the nodes it holds; a node's replicas hold its parent."""
+        """Each replica's count is the characters of the nodes it holds; a node's replicas hold its parent; no
+        node but the root is empty, and every node is held by some replica or leads to one that is."""
         held = [0] * len(self.chars)
         stack = [self.root]
         while stack:
@@ -186,5 +189,7 @@ class TextTree:
                 held[replica] += len(node.text)
             for first, child in node.children.items():
                 assert child.text and child.text[0] == first and child.parent is node
+                assert set(child.stamps) <= set(node.stamps) or node is self.root, "a child's replica left its parent"
+                assert child.stamps or child.children, "a node no replica holds"
                 stack.append(child)
         assert held == self.chars, (held, self.chars)

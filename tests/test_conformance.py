@@ -88,6 +88,11 @@ def test_the_tie_order_comes_from_the_header(tmp_path, capsys):
     ([HEADER, {"t": 2, "text": "a", "in_flight": [0] * 4, "chosen": 0},
       {"t": 1, "text": "a", "in_flight": [0] * 4, "chosen": 0}], "d.jsonl:3: t 1; use seconds since the first"),
     ([HEADER, {"t": 0, "text": "a", "in_flight": [0] * 4}], "the decision has no 'chosen'"),
+    ([HEADER], "a header and no decisions"),
+    ([HEADER, {"t": 0, "text": "a", "in_flight": [10 ** 39, 0, 0, 0], "chosen": 0}], "in_flight must list 4"),
+    ([{**HEADER, "config": {"balance_rel_threshold": 1e300}}], "config.balance_rel_threshold 1e+300"),
+    ([HEADER, '{"t": 0, "text": "a", "in_flight": [0, 0, 0, 0], "chosen": ' + "9" * 5000 + "}"],
+     "d.jsonl:2: not a JSON object"),
 ])
 def test_a_bad_decision_file_gets_one_clear_line_and_status_2(tmp_path, capsys, lines, message):
     path = tmp_path / "d.jsonl"
@@ -95,6 +100,23 @@ def test_a_bad_decision_file_gets_one_clear_line_and_status_2(tmp_path, capsys, 
     assert main(["conformance", "sglang", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_file_from_one_router_is_not_replayed_as_the_other(tmp_path, capsys):
+    rows = [{"t": 0, "text": "abc", "in_flight": [0, 0, 0, 0], "chosen": 0}]
+    path = write(tmp_path / "v.jsonl", {**HEADER, "router": "vllm-router 0.1.17"}, rows)
+    assert main(["conformance", "sglang", path]) == 2
+    assert "recorded from vllm-router 0.1.17; replay it as vllm_router, not sglang" in capsys.readouterr().err
+    assert main(["conformance", "vllm_router", path]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "agree 1 of 1"
+
+
+def test_a_corrupt_gzip_is_refused_plainly(tmp_path, capsys):
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(gzip.compress(b"{}\n")[:10] + b"\xff" * 40)  # a gzip header, then no valid deflate data
+    assert main(["conformance", "sglang", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a UTF-8 JSON Lines file" in err and "Traceback" not in err
 
 
 def test_a_missing_or_binary_file_is_refused_plainly(tmp_path, capsys):

@@ -2,10 +2,12 @@
 
 import pytest
 from helpers import fleet, request
+from hypothesis import given
+from hypothesis import strategies as st
 
 from model import Scenario, View, simulate
 from model.routers import SGLang
-from model.sglang import SGLANG_LAUNCHER, SGLangRouter, f32
+from model.sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule, f32
 from model.text import CHARS_PER_TOKEN, FILLER, Renderer
 from model.textree import TextTree
 
@@ -140,13 +142,15 @@ def test_the_policy_knows_only_what_it_routed_not_the_replicas_trees():
     reps[1].tree.insert(("s", "u"), (100, 50))  # replica 1 holds the prompt; the router never routed it
     policy = SGLang(scenario(router__kind="sglang"))
     assert policy.choose(View(request(0, ["s", "u"], sizes=[100, 50]), reps, 0.0)) == 0  # tied loads: first
-    assert policy.believed_tokens == 0
+    assert policy.sent(0) == 0  # it believed nothing was there
 
 
 def test_at_low_load_every_request_piles_onto_one_replica():
     result = simulate(scenario(router__kind="sglang"))
     assert {rec.replica for rec in result.records} == {0}
-    assert any("own tree" in note for note in result.notes)
+    assert not any("own tree" in note for note in result.notes)  # router.view left alone: nothing to say
+    told = simulate(scenario(router__kind="sglang", router__view="approximate"))
+    assert any("own tree" in note and "does not apply" in note for note in told.notes)
 
 
 def test_router_view_does_not_change_what_sglang_decides():
@@ -197,7 +201,7 @@ def test_explain_shows_what_its_tree_believed_before_the_request_was_added():
 # -- vLLM's router ------------------------------------------------------------------------------------
 
 def test_vllms_router_sends_an_equal_match_to_the_least_loaded_holder():
-    sgl, vllm = SGLangRouter(3), SGLangRouter(3, equal_matches="least_loaded")
+    sgl, vllm = SGLangRouter(3), VLLMRouterRule(3)
     for router in (sgl, vllm):
         router.routed("system prompt", 0)
         router.routed("system prompt", 2)
@@ -210,16 +214,76 @@ def test_every_recorded_decision_file_agrees_with_its_policy_at_least_99_percent
     """The files bench/conformance_record.py recorded from the real binaries (sgl-router 0.3.2, vllm-router 0.1.17)."""
     from pathlib import Path
 
-    from lab.conformance import read_decisions, replay
+    from lab.conformance import policy_of, read_decisions, replay
     files = sorted((Path(__file__).resolve().parent.parent / "bench" / "conformance").glob("*.jsonl.gz"))
     assert len(files) >= 20
     seen = set()
     for path in files:
         header, decisions = read_decisions(str(path))
-        policy = "vllm_router" if header["router"].startswith("vllm-router") else "sglang"
+        policy = policy_of(header)
         out = replay(header, decisions, policy)
         assert out["agree"] >= 0.99 * out["decisions"], (path.name, out["by_cause"])
         seen.add((policy, len(decisions), header["cache_threshold"]))
     for policy in ("sglang", "vllm_router"):  # 300 sequential and 450 concurrent, at three parameter sets
         assert {(n, c) for p, n, c in seen if p == policy} >= {(300, 0.3), (450, 0.3), (300, 0.5), (450, 0.5),
                                                                 (300, 0.7), (450, 0.7)}
+
+
+def test_a_match_ending_inside_a_node_names_that_nodes_replica_not_its_parents():
+    tree = TextTree(2)
+    tree.insert("ab", 0)
+    tree.insert("abcd", 1)  # "ab" (0, then 1) -> "cd" (1)
+    assert tree.match("abcx") == (3, 1)
+    tree.check_invariants()
+
+
+def test_registration_spends_one_count_a_replica_and_the_balance_branch_none():
+    assert TextTree(3).count == 3
+    router = SGLangRouter(2, balance_abs_threshold=0, balance_rel_threshold=1.0)
+    router.routed("abc", 0)  # count 2 -> 3
+    assert router.decide("abc", [1, 0], 0).branch == "balance" and router.tree.count == 3  # no match walked
+    assert router.decide("abc", [0, 0], 0).branch == "cache" and router.tree.count == 4
+
+
+def test_empty_text_and_a_single_worker():
+    router = SGLangRouter(1)
+    d = router.decide("", [5], 0)
+    assert (d.worker, d.branch, d.text_chars) == (0, "low_match", 0) and router.tree.count == 2
+    router.routed("", 0)
+    router.routed("abc", 0)
+    assert router.decide("abc", [7], 0) == (0, "cache", 3, 3, 0)
+
+
+def test_the_routers_defaults_are_their_launchers():
+    for rule, launcher in ((SGLangRouter, SGLANG_LAUNCHER), (VLLMRouterRule, VLLM_LAUNCHER)):
+        r = rule(2)
+        assert (r.cache_threshold, r.abs_threshold, r.rel_threshold, r.interval_s) == (
+            f32(launcher["cache_threshold"]), launcher["balance_abs_threshold"],
+            f32(launcher["balance_rel_threshold"]), launcher["eviction_interval_secs"])
+        assert r.max_chars == launcher["max_tree_size"] // rule.UNITS_PER_CHAR
+
+
+def test_a_forced_decision_puts_the_text_where_the_request_went():
+    from model.dispatch import Dispatcher
+    reps = fleet(2)
+    d = Dispatcher(scenario(router__kind="sglang"), force={0: 1})
+    d.route(request(0, ["s", "u"], sizes=[100, 50]), reps, 0.0)  # the router would pick 0; forced to 1
+    tree = d.policy.router.tree
+    text = d.policy.text
+    assert tree.held(text, 1) == len(text) and tree.held(text, 0) == 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(["insert", "match", "evict"]), st.text("abc", max_size=8),
+                          st.integers(0, 2), st.integers(0, 12)), max_size=40))
+def test_the_tree_keeps_its_invariants_and_its_bound_under_any_operations(ops):
+    tree = TextTree(3)
+    for op, text, replica, bound in ops:
+        if op == "insert":
+            tree.insert(text, replica)
+        elif op == "match":
+            matched, named = tree.match(text)
+            assert 0 <= matched <= len(text) and (matched == 0 or named is not None)
+        else:
+            tree.evict(bound)
+            assert all(c <= bound for c in tree.chars)
+        tree.check_invariants()
