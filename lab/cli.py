@@ -7,7 +7,8 @@ Verbs: `run` (one scenario, headless, or a named one: `--preset`), `build`
 and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
 `stall` (a long prefill joining a decoding batch), `split` (co-located
 against prefill and decode apart) and `queue` (the two queue orders);
-and `locality`, the KV-locality note's comparison.
+and `locality`, the KV-locality note's comparison; `profile check` and
+`profile fit`, measured GPUs (lab/profiles.py).
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -213,6 +214,18 @@ def _sweep(args: argparse.Namespace) -> int:
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from .profiles import ProfileError, profile_output
+
+    try:
+        lines = profile_output(args)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    for line in lines:
+        _out(line)
     return 0
 
 
@@ -635,6 +648,8 @@ def parser() -> argparse.ArgumentParser:
     from .traces import add_replay_verb
     add_replay_verb(verbs).set_defaults(func=_replay)
     add_sweep_verb(verbs).set_defaults(func=_sweep)
+    from .profiles import add_profile_verb
+    add_profile_verb(verbs).set_defaults(func=_profile)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",
                _crossover)
     _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",

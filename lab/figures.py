@@ -270,7 +270,8 @@ def _crossover_data(c: Context) -> dict[str, dict]:
     x = c.scenario.crossover
     shares = [k / 100 for k in range(101)]
     idle = idle_ttft_s(profile, x.prompt_tokens)
-    warm = [warm_ttft_s(profile, round((1 - f) * x.prompt_tokens), x.queued, x.queued_tokens) for f in shares]
+    new = [round((1 - f) * x.prompt_tokens) for f in shares]
+    warm = [warm_ttft_s(profile, n, x.queued, x.queued_tokens, x.prompt_tokens - n) for n in new]
     now = crossing(profile, x.prompt_tokens, x.new_tokens, x.queued, x.queued_tokens)
     top = max(max(warm), idle) * 1.05
     even = now.breakeven_cached_fraction
