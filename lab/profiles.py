@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model.gpu import ELEMENTWISE, GEMMS, PER_PASS, GpuFit, Shape, gemm_ops, layer_s
+from model import ELEMENTWISE, GEMMS, PER_PASS, GpuFit, Shape, elementwise_ops, gemm_ops, layer_s
 
 __all__ = ["PROFILES_ENV", "ProfileError", "KernelProfile", "check", "fit_from_json", "fit_gpu", "fit_to_json",
            "leave_one_out", "params_b", "profiles_dir", "read_profile", "shared_profiles"]
@@ -176,9 +176,9 @@ def read_profile(path: str | Path, tp: int = 1) -> KernelProfile:
                            f"{n_expanded} do not split into heads (or over {tp} GPUs)")
     split = Shape(n_embd, n_expanded // tp, n_head // tp, max(1, n_kv // tp), gated == "true", vocab,
                   "post_attention_layernorm" in ops, n_embd // n_head)
-    tokens = tuple(sorted(by_tokens))
-    averaged = tuple({op: sum(r[op] for r in by_tokens[t]) / len(by_tokens[t]) for op in ops} for t in tokens)
-    return KernelProfile(path, split, tp, tokens, averaged)
+    counts = tuple(sorted(by_tokens))
+    averaged = tuple({op: sum(r[op] for r in by_tokens[t]) / len(by_tokens[t]) for op in ops} for t in counts)
+    return KernelProfile(path, split, tp, counts, averaged)
 
 
 # -- the fit -------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ def _line_fit(points: Iterable[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _elementwise(profiles: Sequence[KernelProfile]) -> tuple[tuple[str, float, float], ...]:
-    out = []
+    out: list[tuple[str, float, float]] = []
     for op in (PER_PASS,) + ELEMENTWISE:
         points = []
         for p in profiles:
@@ -216,8 +216,6 @@ def _elementwise(profiles: Sequence[KernelProfile]) -> tuple[tuple[str, float, f
 
 
 def _widths(shape: Shape) -> tuple[tuple[str, int], ...]:
-    from model.gpu import elementwise_ops
-
     return ((PER_PASS, shape.n_embd),) + elementwise_ops(shape)
 
 
@@ -403,8 +401,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 def attention_for(name: str, gemm_flops_per_s: float) -> tuple[tuple[str, float], tuple[tuple[float, float], ...]]:
     """FlashAttention-2's published speeds for GPU `name`: its own if published (a100, h100), else those of
     the published GPU closest in fitted GEMM FLOP/s, scaled by the ratio of the two. ((from, scale), curve)."""
-    from model.gpu import FLASH_ATTENTION_2
-    from model.gpufits import FITS
+    from model import FITS, FLASH_ATTENTION_2
 
     key = name.lower()
     if key in FLASH_ATTENTION_2:
@@ -416,7 +413,7 @@ def attention_for(name: str, gemm_flops_per_s: float) -> tuple[tuple[str, float]
 
 def load_fit(gpu: str) -> GpuFit:
     """A built-in fit by name (a100, h100), or the fit a `profile fit` JSON file holds."""
-    from model.gpufits import FITS
+    from model import FITS
 
     if gpu.lower() in FITS:
         return FITS[gpu.lower()]

@@ -46,6 +46,21 @@ from .explainers import (
     transfer_of,
     warm_ttft_s,
 )
+from .gpu import (
+    ELEMENTWISE,
+    FLASH_ATTENTION_2,
+    GEMMS,
+    PER_PASS,
+    GpuFit,
+    Measured,
+    Shape,
+    elementwise_ops,
+    gemm_ops,
+    layer_flops,
+    layer_s,
+    lm_head_s,
+)
+from .gpufits import FITS
 from .hardware import PRESETS, build, kv_room_gb, profile_of
 from .hindsight import explain
 from .locality import locality_comparison
@@ -55,7 +70,7 @@ from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
-from .roofline import roofline_of
+from .roofline import intensity, roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
 from .split import SLO_SHARE, split_compare, split_figures
@@ -91,6 +106,9 @@ __all__ = [
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/roofline.py, model/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
+    # measured GPUs: a layer priced from fitted kernel coefficients (model/gpu.py, model/gpufits.py)
+    "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "elementwise_ops",
+    "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
     # one replica's radix tree at a moment of a run (model/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

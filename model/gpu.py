@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["BLENDS", "ELEMENTWISE", "FLASH_ATTENTION_2", "GEMMS", "GpuFit", "Measured", "Shape", "attention_flops_per_s", "blend",
+__all__ = ["BLENDS", "ELEMENTWISE", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "attention_flops_per_s", "blend",
            "decode_kv_s", "elementwise_ops", "elementwise_s", "gemm_ops", "gemm_s", "layer_flops", "layer_ops_s",
            "layer_s", "lm_head_s", "prefill_attention_s"]
 
