@@ -446,6 +446,9 @@ def _roofline(args: argparse.Namespace) -> int:
     for label, x in ((f"a decode step, batch {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
         _out(f"{label:<28s} {x['flops_per_byte']:10.1f} FLOPs/byte {x['attainable_tflops']:7.1f} TFLOP/s "
              f"{x['peak_share'] * 100:7.2f}% of peak")
+        if "model_tflops" in x:  # a measured preset: what the fitted GPU reaches there, attention aside
+            _out(f"{'  fitted to measured kernels':<28s} {'':10s}            {x['model_tflops']:7.1f} TFLOP/s "
+                 f"{x['model_peak_share'] * 100:7.2f}% of peak")
     _notes(r["notes"])
     return 0
 
