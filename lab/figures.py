@@ -442,10 +442,13 @@ def _roofline_data(c: Context) -> dict[str, dict]:
     r = _roofline(c)
     points = [r["prefill"], r["decode"]]
     curve = r["model"] or {"flops_per_byte": [], "achieved_tflops": [], "tokens": []}
+    seen = _roofline_measured(c.scenario)
     return {
         "src:roofline_model": {"data": {"intensity": curve["flops_per_byte"], "tflops": curve["achieved_tflops"],
                                         "tokens": curve["tokens"]}},
-        "src:roofline_measured": {"data": _roofline_measured(c.scenario)},
+        "src:roofline_measured": {"data": seen},
+        "li:roofline_model": {"visible": bool(curve["tokens"])},  # legend items only for what is drawn
+        "li:roofline_measured": {"visible": bool(seen["tokens"])},
         "src:roofline": {"data": {"intensity": r["series"]["flops_per_byte"], "tflops": r["series"]["attainable_tflops"]}},
         "src:roofline_points": {"data": {
             "intensity": [p["flops_per_byte"] for p in points], "tflops": [p["attainable_tflops"] for p in points],
@@ -513,6 +516,8 @@ def _prefill_data(c: Context) -> dict[str, dict]:
                                       "seconds": [round(p[1], 9) for p in parts] if core else []}},
         "src:prefill_measured": {"data": seen},
         "src:prefill_now": {"data": {"tokens": [n], "seconds": [round(whole, 9)]}},
+        "li:prefill_core": {"visible": core},  # legend items only for what is drawn
+        "li:prefill_measured": {"visible": bool(seen["tokens"])},
     }
 
 
@@ -529,8 +534,8 @@ def _prefill_caption(c: Context) -> str:
                 f"CodeLlama and Qwen presets are priced by GPUs fitted to measured kernels.{_profile_note(c.scenario)}")
     attention = whole - core - head
     said = (f"A prompt of {n:,} tokens prefills in {whole:.2f} s on {label}: {core:.2f} s for the layers' matrix "
-            f"products and elementwise operations (the dashed line: the {m.fit.name.upper()} fitted to measured "
-            f"kernels), {attention:.2f} s of attention at FlashAttention-2's published speed, which grows with the "
+            f"products and elementwise operations (the dashed line, attention aside: the {m.fit.name.upper()} fitted "
+            f"to measured kernels), {attention:.2f} s of attention at FlashAttention-2's published speed, which grows with the "
             f"square of the prompt ({attention / core:.0%} of the rest here), and {head * 1000:.1f} ms for the LM head.")
     if pts is None:
         return said + f" No shared kernel profile measures this model on the {m.fit.name.upper()}; the fit comes " \

@@ -45,7 +45,7 @@ def test_the_prefill_figure_draws_the_models_pass_its_non_attention_part_and_the
     for t, s, c in zip(whole["tokens"], whole["seconds"], core["seconds"]):
         assert s == pytest.approx(p.prefill_s(t), abs=1e-8) and c == pytest.approx(p.measured.non_attention_s(t), abs=1e-8)
         assert c < s  # attention and the LM head come on top of what the profiles measure
-    assert seen["tokens"] == TOKENS
+    assert seen["tokens"] == TOKENS and data["li:prefill_measured"] == data["li:prefill_core"] == {"visible": True}
     assert seen["seconds"] == [pytest.approx(1.1 * p.measured.non_attention_s(t), rel=1e-6) for t in TOKENS]
     assert data["src:prefill_now"]["data"] == {"tokens": [30_000], "seconds": [pytest.approx(p.prefill_s(30_000), abs=1e-8)]}
     assert "a100_made_up_mlp.csv, 4 pass lengths" in said and "within 9% of them at the median and 9% at worst" in said
@@ -94,6 +94,7 @@ def test_the_articles_preset_draws_its_straight_line_and_nothing_measured(points
     article = build("article_14b_h100")
     assert whole["seconds"] == [pytest.approx(article.prefill_s(t), abs=1e-9) for t in whole["tokens"]]
     assert data["src:prefill_core"]["data"]["tokens"] == [] and data["src:prefill_measured"]["data"]["tokens"] == []
+    assert data["li:prefill_core"] == data["li:prefill_measured"] == {"visible": False}  # no legend for nothing
     assert said.startswith("A prompt of 30,000 tokens prefills in 2.12 s on 14B on H100 (the article's example)")
     assert "No kernel profile measures it" in said
     data, said = drawn("roofline", Scenario())
