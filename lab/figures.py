@@ -418,7 +418,7 @@ def _roofline(c: Context) -> dict[str, Any]:
     return roofline_of(c.scenario)
 
 
-def _measured_points(scenario: Scenario) -> tuple[Any, dict[str, Any] | None]:
+def _measured_of(scenario: Scenario) -> tuple[Any, dict[str, Any] | None]:
     """The explainers' profile and the measured points of its preset (None: nothing measures it)."""
     profile, _ = explainer_profile(scenario)
     m = profile.measured
@@ -427,7 +427,7 @@ def _measured_points(scenario: Scenario) -> tuple[Any, dict[str, Any] | None]:
 
 def _roofline_measured(scenario: Scenario) -> dict[str, list]:
     """A measured preset's kernels as the roofline draws them: one layer's matmul FLOPs over its measured time."""
-    profile, pts = _measured_points(scenario)
+    profile, pts = _measured_of(scenario)
     if pts is None:
         return {"intensity": [], "tflops": [], "tokens": []}
     shape = profile.measured.shape
@@ -473,7 +473,7 @@ def _measured_note(scenario: Scenario, r: dict[str, Any]) -> str:
     """What the roofline's caption adds on a measured preset: where the fit puts both passes, and what is measured."""
     if r["model"] is None:
         return ""
-    profile, pts = _measured_points(scenario)
+    profile, pts = _measured_of(scenario)
     gpu = profile.measured.fit.name.upper()
     said = (f" The {gpu} fitted to measured kernels (the solid curve) reaches {r['prefill']['model_peak_share']:.0%} "
             f"of the peak at this prefill and {r['decode']['model_peak_share']:.2%} at this decode step, attention "
@@ -500,7 +500,7 @@ def _prefill_parts(profile: Any, tokens: int) -> tuple[float, float, float]:
 def _prefill_data(c: Context) -> dict[str, dict]:
     """A lone prefill's seconds against its tokens: the model's whole pass, its non-attention part (measured
     presets), Vidur's measured non-attention passes for the same model, and the scenario's prompt."""
-    profile, pts = _measured_points(c.scenario)
+    profile, pts = _measured_of(c.scenario)
     n = c.scenario.roofline.prefill_tokens
     tokens = sorted(set(PREFILL_TOKENS) | {n})
     parts = [_prefill_parts(profile, t) for t in tokens]
@@ -522,7 +522,7 @@ def _prefill_data(c: Context) -> dict[str, dict]:
 
 
 def _prefill_caption(c: Context) -> str:
-    profile, pts = _measured_points(c.scenario)
+    profile, pts = _measured_of(c.scenario)
     n = c.scenario.roofline.prefill_tokens
     label = PRESETS[profile.preset].label
     whole, core, head = _prefill_parts(profile, n)

@@ -385,9 +385,12 @@ def fit_from_json(text: str, path: str) -> GpuFit:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ProfileError(f"{path}: a GPU fit with a missing or bad field ({exc}); make it again with "
                            "prefix-lab profile fit") from None
+    numbers = [fit.gemm_floor_s] + [v for _, f, c in fit.elementwise for v in (f, c)]
     problems = [fit.tile < 1, fit.blend not in (1, 2, 4, 8), not fit.attention,
                 any(not (math.isfinite(x) and x > 0) for x in (fit.gemm_bytes_per_s, fit.gemm_flops_per_s)),
-                {op for op, _, _ in fit.elementwise} < {PER_PASS, *REQUIRED_OPS[len(GEMMS) + 1:]}]
+                any(not (math.isfinite(x) and x >= 0) for x in numbers),
+                any(not (math.isfinite(y) and y > 0) for _, y in fit.attention),
+                not {PER_PASS, *ELEMENTWISE} <= {op for op, _, _ in fit.elementwise}]
     if any(problems):
         raise ProfileError(f"{path}: a GPU fit with impossible coefficients; make it again with prefix-lab profile fit")
     return fit
