@@ -32,14 +32,15 @@ not in the profiles either: it is one more matrix product (rows × hidden ×
 vocabulary) priced by the same GEMM curve, one row per sequence that makes
 a token.
 
-Pure values and functions. Floats come from `+ - * /` and `math.sqrt` only
+Pure values and functions (`Measured` remembers the passes it has priced, a
+memo that changes no result). Floats come from `+ - * /` and `math.sqrt` only
 (`blend` is 1, 2, 4 or 8, so its powers are squarings and its root square
 roots), which IEEE rounds the same in CPython and Pyodide.
 """
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = ["BLENDS", "ELEMENTWISE", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "attention_flops_per_s", "blend",
@@ -217,14 +218,23 @@ class Measured:
     shape: Shape
     layers: int
     bytes_per_value: float = 2.0
+    # remembered per token count (a run asks for the same few batch sizes thousands of times): a pure memo
+    _passes: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+    _fixed: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+    _kv: float = field(default=0.0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_kv", self.layers * decode_kv_s(self.fit, self.shape, self.bytes_per_value))
 
     def non_attention_s(self, tokens: int) -> float:
         """The embedding and every layer's non-attention operations for a pass of `tokens` (what Vidur measures)."""
         if tokens <= 0:
             return 0.0
-        b = self.bytes_per_value
-        return (elementwise_s(self.fit, PER_PASS, tokens * self.shape.n_embd)
-                + self.layers * layer_s(self.fit, self.shape, tokens, b))
+        seconds = self._passes.get(tokens)
+        if seconds is None:
+            seconds = self._passes[tokens] = (elementwise_s(self.fit, PER_PASS, tokens * self.shape.n_embd)
+                                              + self.layers * layer_s(self.fit, self.shape, tokens, self.bytes_per_value))
+        return seconds
 
     def pass_s(self, chunks: Sequence[tuple[int, int]], decodes: int = 0, decode_kv: int = 0) -> float:
         """One forward pass: prefill `chunks` of (new tokens, tokens before them) and `decodes` sequences reading
@@ -233,19 +243,22 @@ class Measured:
         if tokens <= 0:
             return 0.0
         fit, shape, b = self.fit, self.shape, self.bytes_per_value
-        attention = fit.gemm_floor_s + decode_kv * decode_kv_s(fit, shape, b)  # one attention kernel a layer
+        attention = fit.gemm_floor_s  # one attention kernel a layer
         for q, c in chunks:
             attention += prefill_attention_s(fit, shape, q, c, b)
-        return (self.non_attention_s(tokens) + self.layers * attention
+        return (self.non_attention_s(tokens) + self.layers * attention + decode_kv * self._kv
                 + lm_head_s(fit, shape, decodes + len(chunks), b))
 
     def decode_fixed_s(self, batch: int) -> float:
         """The part of a decode step of `batch` sequences that does not grow with their context."""
         if batch <= 0:
             return 0.0
-        return (self.non_attention_s(batch) + self.layers * self.fit.gemm_floor_s
-                + lm_head_s(self.fit, self.shape, batch, self.bytes_per_value))
+        seconds = self._fixed.get(batch)
+        if seconds is None:
+            seconds = self._fixed[batch] = (self.non_attention_s(batch) + self.layers * self.fit.gemm_floor_s
+                                            + lm_head_s(self.fit, self.shape, batch, self.bytes_per_value))
+        return seconds
 
     def kv_token_s(self) -> float:
         """Seconds a decode step spends per context token it reads, over every layer."""
-        return self.layers * decode_kv_s(self.fit, self.shape, self.bytes_per_value)
+        return self._kv
