@@ -110,6 +110,10 @@ def source_stamp() -> str:
     lock = ROOT / "package-lock.json"
     if lock.is_file():
         digest.update(lock.read_bytes())
+    from .profiles import shared_profiles
+    for path in (p for paths in shared_profiles().values() for p in paths):  # the measured points the page embeds
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
     digest.update(f"bokeh {bokeh.__version__} panel {panel.__version__} {version()}".encode())
     return digest.hexdigest()
 
@@ -280,6 +284,8 @@ def _write_wheel(folder: Path) -> str:
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             entries.append((path.relative_to(ROOT).as_posix(), path.read_bytes()))
+    from .measured import EMBEDDED, embedded_module
+    entries.append((f"lab/{EMBEDDED}.py", embedded_module()))  # the few measured points the page draws
     entries.append((f"{info}/METADATA", f"Metadata-Version: 2.1\nName: prefix-lab\nVersion: {ver}\n".encode()))
     entries.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: prefix-lab build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
     record = "".join(f"{arc},sha256={_b64digest(data)},{len(data)}\n" for arc, data in entries)

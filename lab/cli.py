@@ -7,7 +7,8 @@ Verbs: `run` (one scenario, headless, or a named one: `--preset`), `build`
 and the article's arithmetic: `crossover`, `roofline`, `transfer`, `money` and `fanout`;
 `stall` (a long prefill joining a decoding batch), `split` (co-located
 against prefill and decode apart) and `queue` (the two queue orders);
-and `locality`, the KV-locality note's comparison.
+and `locality`, the KV-locality note's comparison; `profile check` and
+`profile fit`, measured GPUs (lab/profiles.py).
 Bad input ends with one line on stderr naming what is wrong, and exit status
 2; never a traceback. That covers scenario files that are not UTF-8 text, JSON
 nested too deeply, numbers too large for the model, unwritable folders and an
@@ -216,6 +217,18 @@ def _sweep(args: argparse.Namespace) -> int:
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from .profiles import ProfileError, profile_output
+
+    try:
+        lines = profile_output(args)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    for line in lines:
+        _out(line)
     return 0
 
 
@@ -436,6 +449,9 @@ def _roofline(args: argparse.Namespace) -> int:
     for label, x in ((f"a decode step, batch {d['tokens']:,}", d), (f"a prefill of {p['tokens']:,} tokens", p)):
         _out(f"{label:<28s} {x['flops_per_byte']:10.1f} FLOPs/byte {x['attainable_tflops']:7.1f} TFLOP/s "
              f"{x['peak_share'] * 100:7.2f}% of peak")
+        if "model_tflops" in x:  # a measured preset: what the fitted GPU reaches there, attention aside
+            _out(f"{'  fitted to measured kernels':<28s} {'':10s}            {x['model_tflops']:7.1f} TFLOP/s "
+                 f"{x['model_peak_share'] * 100:7.2f}% of peak")
     _notes(r["notes"])
     return 0
 
@@ -665,6 +681,8 @@ def parser() -> argparse.ArgumentParser:
     add_conformance_verb(verbs).set_defaults(func=_conformance)
     add_replay_verb(verbs).set_defaults(func=_replay)
     add_sweep_verb(verbs).set_defaults(func=_sweep)
+    from .profiles import add_profile_verb
+    add_profile_verb(verbs).set_defaults(func=_profile)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",
                _crossover)
     _explainer(verbs, "roofline", "FLOPs per byte of a decode step and a prefill against the GPU's ridge (roofline.*)",

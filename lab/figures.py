@@ -36,6 +36,9 @@ from model import (
     explainer_profile,
     fanout_figures,
     idle_ttft_s,
+    intensity,
+    layer_flops,
+    lm_head_s,
     locality_comparison,
     money_of,
     prices_of,
@@ -50,7 +53,7 @@ from model import (
 )
 from model import crossover as crossing
 
-from . import fleetview
+from . import fleetview, measured
 from .fleetview import PALETTE, memory_data, per_result, replica_colour
 
 __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIGURES", "FLEET_CHARTS", "Figure",
@@ -270,7 +273,8 @@ def _crossover_data(c: Context) -> dict[str, dict]:
     x = c.scenario.crossover
     shares = [k / 100 for k in range(101)]
     idle = idle_ttft_s(profile, x.prompt_tokens)
-    warm = [warm_ttft_s(profile, round((1 - f) * x.prompt_tokens), x.queued, x.queued_tokens) for f in shares]
+    new = [round((1 - f) * x.prompt_tokens) for f in shares]
+    warm = [warm_ttft_s(profile, n, x.queued, x.queued_tokens, x.prompt_tokens - n) for n in new]
     now = crossing(profile, x.prompt_tokens, x.new_tokens, x.queued, x.queued_tokens)
     top = max(max(warm), idle) * 1.05
     even = now.breakeven_cached_fraction
@@ -414,11 +418,37 @@ def _roofline(c: Context) -> dict[str, Any]:
     return roofline_of(c.scenario)
 
 
+def _measured_of(scenario: Scenario) -> tuple[Any, dict[str, Any] | None]:
+    """The explainers' profile and the measured points of its preset (None: nothing measures it)."""
+    profile, _ = explainer_profile(scenario)
+    m = profile.measured
+    return profile, (None if m is None else measured.points_for(profile.preset, m.shape))
+
+
+def _roofline_measured(scenario: Scenario) -> dict[str, list]:
+    """A measured preset's kernels as the roofline draws them: one layer's matmul FLOPs over its measured time."""
+    profile, pts = _measured_of(scenario)
+    if pts is None:
+        return {"intensity": [], "tflops": [], "tokens": []}
+    shape = profile.measured.shape
+    return {"intensity": [round(intensity(profile, t), 6) for t in pts["tokens"]],
+            "tflops": [round(layer_flops(shape, t) / (ms / 1000) / 1e12, 6) for t, ms in zip(pts["tokens"], pts["layer_ms"])],
+            "tokens": pts["tokens"]}
+
+
 def _roofline_data(c: Context) -> dict[str, dict]:
-    """The roof (attainable TFLOP/s against FLOPs per byte read), the ridge, and the prefill and decode points."""
+    """The roof (attainable TFLOP/s against FLOPs per byte read), the ridge, and the prefill and decode points;
+    on a measured preset the fitted model's curve and the measured kernels too."""
     r = _roofline(c)
     points = [r["prefill"], r["decode"]]
+    curve = r["model"] or {"flops_per_byte": [], "achieved_tflops": [], "tokens": []}
+    seen = _roofline_measured(c.scenario)
     return {
+        "src:roofline_model": {"data": {"intensity": curve["flops_per_byte"], "tflops": curve["achieved_tflops"],
+                                        "tokens": curve["tokens"]}},
+        "src:roofline_measured": {"data": seen},
+        "li:roofline_model": {"visible": bool(curve["tokens"])},  # legend items only for what is drawn
+        "li:roofline_measured": {"visible": bool(seen["tokens"])},
         "src:roofline": {"data": {"intensity": r["series"]["flops_per_byte"], "tflops": r["series"]["attainable_tflops"]}},
         "src:roofline_points": {"data": {
             "intensity": [p["flops_per_byte"] for p in points], "tflops": [p["attainable_tflops"] for p in points],
@@ -436,7 +466,85 @@ def _roofline_caption(c: Context) -> str:
             f"{r['prefill']['tokens']:,} tokens does {r['prefill']['flops_per_byte']:,.0f} FLOPs a byte and can use "
             f"{r['prefill_peak_share']:.0%} of the peak; a decode step at batch {r['decode']['tokens']} does "
             f"{r['decode']['flops_per_byte']:,.1f} and reaches {r['decode_peak_share']:.2%}. It takes a batch of "
-            f"{r['tokens_to_ridge']:,} to reach the ridge.{_profile_note(c.scenario)}")
+            f"{r['tokens_to_ridge']:,} to reach the ridge.{_measured_note(c.scenario, r)}{_profile_note(c.scenario)}")
+
+
+def _measured_note(scenario: Scenario, r: dict[str, Any]) -> str:
+    """What the roofline's caption adds on a measured preset: where the fit puts both passes, and what is measured."""
+    if r["model"] is None:
+        return ""
+    profile, pts = _measured_of(scenario)
+    gpu = profile.measured.fit.name.upper()
+    said = (f" The {gpu} fitted to measured kernels (the solid curve) reaches {r['prefill']['model_peak_share']:.0%} "
+            f"of the peak at this prefill and {r['decode']['model_peak_share']:.2%} at this decode step, attention "
+            "aside.")
+    if pts is None:
+        return said + f" No shared kernel profile measures this model on the {gpu}: its curve comes from other models."
+    return said + f" The dots are Vidur's measurements of this model's layers ({pts['file']})."
+
+
+# -- how long a prefill takes: the model's curve and the measured kernels ----------------------------------
+
+PREFILL_TOKENS = tuple(sorted({2**k for k in range(17)} | {3 * 2**k for k in range(16)}))  # 1 to 98,304 tokens
+
+
+def _prefill_parts(profile: Any, tokens: int) -> tuple[float, float, float]:
+    """(whole pass, attention aside, LM head) seconds of a lone prefill of `tokens`; spec-sheet: (pass, pass, 0)."""
+    whole = profile.prefill_s(tokens)
+    m = profile.measured
+    if m is None:
+        return whole, whole, 0.0
+    return whole, m.non_attention_s(tokens), lm_head_s(m.fit, m.shape, 1, m.bytes_per_value)
+
+
+def _prefill_data(c: Context) -> dict[str, dict]:
+    """A lone prefill's seconds against its tokens: the model's whole pass, its non-attention part (measured
+    presets), Vidur's measured non-attention passes for the same model, and the scenario's prompt."""
+    profile, pts = _measured_of(c.scenario)
+    n = c.scenario.roofline.prefill_tokens
+    tokens = sorted(set(PREFILL_TOKENS) | {n})
+    parts = [_prefill_parts(profile, t) for t in tokens]
+    core = profile.measured is not None
+    layers = profile.measured.layers if core else 0
+    seen = {"tokens": [], "seconds": []} if pts is None else {
+        "tokens": pts["tokens"],
+        "seconds": [round((layers * ms + emb) / 1000, 9) for ms, emb in zip(pts["layer_ms"], pts["emb_ms"])]}
+    whole = parts[tokens.index(n)][0]
+    return {
+        "src:prefill": {"data": {"tokens": tokens, "seconds": [round(p[0], 9) for p in parts]}},
+        "src:prefill_core": {"data": {"tokens": tokens if core else [],
+                                      "seconds": [round(p[1], 9) for p in parts] if core else []}},
+        "src:prefill_measured": {"data": seen},
+        "src:prefill_now": {"data": {"tokens": [n], "seconds": [round(whole, 9)]}},
+        "li:prefill_core": {"visible": core},  # legend items only for what is drawn
+        "li:prefill_measured": {"visible": bool(seen["tokens"])},
+    }
+
+
+def _prefill_caption(c: Context) -> str:
+    profile, pts = _measured_of(c.scenario)
+    n = c.scenario.roofline.prefill_tokens
+    label = PRESETS[profile.preset].label
+    whole, core, head = _prefill_parts(profile, n)
+    m = profile.measured
+    if m is None:
+        return (f"A prompt of {n:,} tokens prefills in {whole:.2f} s on {label}: the article's arithmetic, two FLOPs "
+                f"per parameter per token at {PRESETS[profile.preset].utilisation:.0%} of the GPU's peak, with no "
+                "attention term and no floor, so the line is straight. No kernel profile measures it: the Llama, "
+                f"CodeLlama and Qwen presets are priced by GPUs fitted to measured kernels.{_profile_note(c.scenario)}")
+    attention = whole - core - head
+    said = (f"A prompt of {n:,} tokens prefills in {whole:.2f} s on {label}: {core:.2f} s for the layers' matrix "
+            f"products and elementwise operations (the dashed line, attention aside: the {m.fit.name.upper()} fitted "
+            f"to measured kernels), {attention:.2f} s of attention at FlashAttention-2's published speed, which grows with the "
+            f"square of the prompt ({attention / core:.0%} of the rest here), and {head * 1000:.1f} ms for the LM head.")
+    if pts is None:
+        return said + f" No shared kernel profile measures this model on the {m.fit.name.upper()}; the fit comes " \
+                      f"from the other models measured on it.{_profile_note(c.scenario)}"
+    errs = sorted(abs(m.non_attention_s(t) / ((m.layers * ms + emb) / 1000) - 1)
+                  for t, ms, emb in zip(pts["tokens"], pts["layer_ms"], pts["emb_ms"]))
+    return said + (f" The dots are Vidur's measurements of the same model's non-attention operations ({pts['file']}, "
+                   f"{len(errs)} pass lengths): the dashed line is within {errs[len(errs) // 2]:.0%} of them at the "
+                   f"median and {errs[-1]:.0%} at worst.{_profile_note(c.scenario)}")
 
 
 # -- prefill and decode (serving mode) --------------------------------------------------------
@@ -638,6 +746,9 @@ ARTICLE_FIGURES: tuple[Figure, ...] = (
            controls=("money.gpu_usd_per_hour",)),
     Figure("roofline", "Prefill and decode on one roofline", _roofline_data, _roofline_caption,
            reads=("roofline.", "hardware."), fleet=False, controls=("roofline.prefill_tokens", "roofline.batch")),
+    Figure("prefill", "How long a prefill takes, modelled and measured", _prefill_data, _prefill_caption,
+           reads=("roofline.prefill_tokens", "hardware."), fleet=False, controls=("roofline.prefill_tokens",),
+           example=(("hardware.preset", "llama8b_a100"),), offer="Show a model and GPU Vidur measured"),
     Figure("join", "A long prompt joins the batch", _join_data, _join_caption, reads=JOIN_READS, fleet=False,
            controls=("roofline.prefill_tokens", "fleet.token_budget")),
     Figure("stall", "Answers that pause", _stall_data, _stall_caption, controls=("fleet.decode", "slo.tbt_ms"),

@@ -83,7 +83,8 @@ GLOSSARY: tuple[Entry, ...] = (
           "memory shared by running requests and the cache; the next turn waits for the answer.",
           brief="Decode in batches on real GPU figures; memory shared with running requests."),
     Entry("hardware.preset", "Model and GPU", "The model and GPU whose published figures turn tokens into seconds and "
-          "bytes; the lab's own preset is the seed's 10,000 tokens a second.",
+          "bytes: the article's spec-sheet arithmetic, or (Llama, CodeLlama, Qwen) a GPU fitted to measured kernel "
+          "timings; the lab's own preset is the seed's 10,000 tokens a second.",
           brief="Whose figures turn tokens into seconds and bytes."),
     Entry("traffic.kind", "Traffic", "Chats (the seed's sessions of short turns), agent runs (long prompts of tool "
           "definitions and results, each call repeating almost all of the one before), or a fixed number of users, "

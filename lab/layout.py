@@ -378,10 +378,41 @@ def _roofline(sources: dict[str, ColumnDataSource]) -> Any:
                y_axis_type="log", x_axis_label="FLOPs per byte read", y_axis_label="TFLOP/s")
     f.line("intensity", "tflops", source=sources["src:roofline"], line_width=2, color="#444444", legend_label="the roof")
     f.line("x", "y", source=sources["src:roofline_ridge"], line_dash="dashed", color="#888888", legend_label="ridge")
+    f.line("intensity", "tflops", source=sources["src:roofline_model"], line_width=2, color=PALETTE[1],
+           legend_label="fitted to measured kernels")
+    f.scatter("intensity", "tflops", source=sources["src:roofline_measured"], size=5, color=PALETTE[0],
+              legend_label="measured (Vidur)")
+    measured = f.renderers[-1]
     f.scatter("intensity", "tflops", source=sources["src:roofline_points"], size=11, color="color", line_color="white")
     f.add_tools(HoverTool(tooltips=[("", "@what"), ("FLOPs a byte", "@intensity{0,0.0}"), ("TFLOP/s", "@tflops{0,0.0}"),
                                     ("of the peak", "@share{0.00}%")], renderers=[f.renderers[-1]]))
+    f.add_tools(HoverTool(tooltips=[("measured, tokens", "@tokens{0,0}"), ("TFLOP/s", "@tflops{0,0.0}")],
+                          renderers=[measured]))
     _legend_above(f)
+    _name_items(f, {"fitted to measured kernels": "li:roofline_model", "measured (Vidur)": "li:roofline_measured"})
+    return f
+
+
+def _name_items(f: Any, names: dict[str, str]) -> None:
+    """Name legend items by their label, so the view can hide one whose glyphs have nothing to draw."""
+    for item in f.legend[0].items:
+        if item.label.value in names:
+            item.name = names[item.label.value]
+
+
+def _prefill(sources: dict[str, ColumnDataSource]) -> Any:
+    f = _plain("Seconds to prefill one prompt alone", "fig:prefill", height=260, x_axis_type="log", y_axis_type="log",
+               x_axis_label="prompt tokens", y_axis_label="seconds")
+    f.line("tokens", "seconds", source=sources["src:prefill"], line_width=2, color=PALETTE[1],
+           legend_label="the whole pass")
+    f.line("tokens", "seconds", source=sources["src:prefill_core"], line_width=2, line_dash="dashed", color="#444444",
+           legend_label="attention aside")
+    f.scatter("tokens", "seconds", source=sources["src:prefill_measured"], size=6, color=PALETTE[0],
+              legend_label="measured (Vidur)")
+    f.scatter("tokens", "seconds", source=sources["src:prefill_now"], size=11, color=PALETTE[1], line_color="white")
+    f.add_tools(HoverTool(tooltips=[("tokens", "@tokens{0,0}"), ("seconds", "@seconds{0.0000}")]))
+    _legend_above(f)
+    _name_items(f, {"attention aside": "li:prefill_core", "measured (Vidur)": "li:prefill_measured"})
     return f
 
 
@@ -443,7 +474,7 @@ def _queue(sources: dict[str, ColumnDataSource]) -> Any:
     return f
 
 
-ARTICLE_DRAW = {"roofline": _roofline, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu,
+ARTICLE_DRAW = {"roofline": _roofline, "prefill": _prefill, "locality": _locality, "crossover": _crossover, "transfer": _transfer, "fanout": _fanout, "api": _api, "gpu": _gpu,
                 "join": _join, "stall": _stall, "queue": _queue}
 
 

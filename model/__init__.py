@@ -46,6 +46,21 @@ from .explainers import (
     transfer_of,
     warm_ttft_s,
 )
+from .gpu import (
+    ELEMENTWISE,
+    FLASH_ATTENTION_2,
+    GEMMS,
+    PER_PASS,
+    GpuFit,
+    Measured,
+    Shape,
+    elementwise_ops,
+    gemm_ops,
+    layer_flops,
+    layer_s,
+    lm_head_s,
+)
+from .gpufits import FITS
 from .hardware import PRESETS, build, kv_room_gb, profile_of
 from .hindsight import explain
 from .locality import locality_comparison
@@ -55,10 +70,10 @@ from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
 from .rng import stream
-from .roofline import roofline_of
+from .roofline import intensity, roofline_of
 from .routers import ROUTERS, View
 from .serving_run import ServingRun
-from .sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule
+from .sglang import SGLangRouter, VLLMRouterRule
 from .split import SLO_SHARE, split_compare, split_figures
 from .stall import stall_demo, stall_of
 from .trace import (
@@ -93,7 +108,10 @@ __all__ = [
     # prefill and decode (model/roofline.py, model/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
     # sgl-router 0.3.2's rule on its own state, for replaying its recorded decisions (model/sglang.py)
-    "SGLANG_LAUNCHER", "SGLangRouter", "VLLM_LAUNCHER", "VLLMRouterRule",
+    "SGLangRouter", "VLLMRouterRule",
+    # measured GPUs: a layer priced from fitted kernel coefficients (model/gpu.py, model/gpufits.py)
+    "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "elementwise_ops",
+    "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
     # one replica's radix tree at a moment of a run (model/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

@@ -82,8 +82,9 @@ class Run:
         self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
         self.arrived = 0
         p = self.profile
-        self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s())
-                         for i in range(fleet.replicas)]
+        timing = p.prefill_s if p.measured is not None else None  # a measured GPU prices each pass itself
+        self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s(),
+                                 timing) for i in range(fleet.replicas)]
         self.link = fleet_link(scenario)  # bytes a second a replica fetches a peer's prefix at; None: it never does
         if self.link is not None:
             for r in self.replicas:

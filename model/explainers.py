@@ -57,10 +57,11 @@ def idle_ttft_s(profile: Profile, prompt_tokens: int) -> float:
     return profile.prefill_s(prompt_tokens)
 
 
-def warm_ttft_s(profile: Profile, new_tokens: int, queued: int, queued_tokens: int) -> float:
+def warm_ttft_s(profile: Profile, new_tokens: int, queued: int, queued_tokens: int, cached_tokens: int = 0) -> float:
     """A warm GPU lacking `new_tokens` of the prompt, behind `queued` requests of `queued_tokens` uncached each:
-    queued × prefill_s(queued_tokens) + prefill_s(new_tokens)."""
-    return queued * profile.prefill_s(queued_tokens) + profile.prefill_s(new_tokens)
+    queued × prefill_s(queued_tokens) + prefill_s(new_tokens) (after the `cached_tokens` it holds, which a
+    measured GPU's attention reads; the article's arithmetic has no attention term)."""
+    return queued * profile.prefill_s(queued_tokens) + profile.prefill_s(new_tokens, cached_tokens)
 
 
 class Crossover(NamedTuple):
@@ -85,9 +86,9 @@ def crossover(profile: Profile, prompt_tokens: int, new_tokens: int, queued: int
     """
     idle = idle_ttft_s(profile, prompt_tokens)
     queue = queued * profile.prefill_s(queued_tokens)
-    warm = queue + profile.prefill_s(new_tokens)
+    each, own = profile.prefill_s(queued_tokens), profile.prefill_s(new_tokens, prompt_tokens - new_tokens)
+    warm = queue + own
     breakeven = queue / compute_s(profile, prompt_tokens)
-    each, own = profile.prefill_s(queued_tokens), profile.prefill_s(new_tokens)
     flips: int | None = None
     if own >= idle:
         flips = 0
@@ -144,7 +145,7 @@ def transfer(profile: Profile, prompt_tokens: int, cached_tokens: int, links: di
     out = {"kv_bytes_per_token": profile.kv_bytes_per_token, "kv_bytes": cached_tokens * profile.kv_bytes_per_token,
            "recompute_s": compute_s(profile, cached_tokens), "prompt_recompute_s": profile.prefill_s(prompt_tokens),
            "breakeven_link_bytes_per_s": profile.kv_bytes_per_token * profile.prefill_tokens_per_s()}
-    rest = profile.prefill_s(prompt_tokens - cached_tokens)
+    rest = profile.prefill_s(prompt_tokens - cached_tokens, cached_tokens)
     for tier, rate in links.items():
         out[f"{tier}_s"] = fetch_s(profile, cached_tokens, rate)
         out[f"{tier}_ttft_s"] = out[f"{tier}_s"] + rest

@@ -11,9 +11,17 @@ reaches. `build()` turns one (with any `hardware.*` overrides) into a
     weight bytes      = parameters × bytes per value
 
 Prefill is compute-bound; a decode step reads every weight and the KV of
-every running sequence once (memory-bound). No preset adds an attention
-term or a per-request overhead: the article's preset must not, and the
-others keep its simplifications so that presets compare like for like.
+every running sequence once (memory-bound), with no attention term and no
+per-request overhead: the article's arithmetic, which its presets keep.
+
+The other GPU presets (Llama, CodeLlama, Qwen) name a measured GPU instead
+(`gpu`, with the model's full `shape`): their passes are priced by
+`model/gpu.py` from coefficients fitted to Vidur's kernel profiles
+(`model/gpufits.py`), with attention from its FLOPs and bytes and the LM
+head as one more matrix product. Their `flops_per_s` is then what a long
+pass sustains (8,192 tokens, attention aside), the linear estimate that
+routers' backlogs and the accounting of prefill GPU-seconds use; every time
+the engine spends comes from the measured passes.
 
 The `lab` preset is the seed's figures: its prefill speed and overhead
 come from `fleet.prefill_tokens_per_s` and `fleet.overhead_ms` (one unit
@@ -25,8 +33,12 @@ from `+ - * /` and `math.sqrt`, which IEEE rounds the same everywhere.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
+
+from .gpu import Measured, Shape
+from .gpufits import FITS
 
 if TYPE_CHECKING:
     from .config import Scenario
@@ -52,6 +64,8 @@ class Preset(NamedTuple):
     hbm_tb_s: float  # HBM bandwidth, TB/s (10**12 bytes a second)
     hbm_gb: float  # memory on the card, for reference
     source: str
+    gpu: str = ""  # a measured GPU (`model/gpufits.py`) pricing the passes; "": the spec-sheet arithmetic above
+    shape: Shape | None = None  # the model's full shape, which the measured GPU prices (with `gpu`)
 
 
 H100 = "H100 SXM: 989 TFLOPS dense bf16, 3.35 TB/s HBM3, 80 GB (NVIDIA H100 datasheet)"
@@ -62,6 +76,12 @@ ARTICLE14B = "the article's 14B example: 14B parameters, 40 layers, 8 KV heads o
 CODELLAMA13B = ("CodeLlama 13B: 13.016B parameters, 40 layers, 40 KV heads (no grouped-query attention) of 128 "
                 "(Meta's model card and config.json; 800 KiB of KV a token)")
 QWEN14B = "Qwen2.5-14B: 14.7B parameters, 48 layers, 8 KV heads of 128 (Qwen's model card and config.json)"
+MEASURED = "passes priced by the {gpu} fitted to Vidur's kernel profiles (model/gpufits.py)"
+# Full shapes (config.json): hidden, MLP, heads, KV heads, gated MLP, vocabulary.
+LLAMA8B_SHAPE = Shape(4096, 14336, 32, 8, True, 128256)
+CODELLAMA13B_SHAPE = Shape(5120, 13824, 40, 40, True, 32016)
+QWEN14B_SHAPE = Shape(5120, 13824, 40, 8, True, 152064)
+SUSTAINED_TOKENS = 8192  # a measured profile's flops_per_s: what a pass this long sustains, attention aside
 
 ARTICLE = "article_14b_h100"  # what serving mode uses when the lab preset is chosen
 
@@ -73,14 +93,16 @@ PRESETS: dict[str, Preset] = {
                     f"{ARTICLE14B}; {H100}; 40% utilisation as in the article"),
     "article_14b_h200": Preset("14B on H200", 14e9, 40, 8, 128, 2.0, 989.0, 0.4, 4.8, 141.0,
                                f"{ARTICLE14B}; {H200}; 40% utilisation"),
-    "qwen14b_h100": Preset("Qwen2.5-14B on H100", 14.7e9, 48, 8, 128, 2.0, 989.0, 0.4, 3.35, 80.0,
-                           f"{QWEN14B}; {H100}; 40% utilisation"),
-    "llama8b_h100": Preset("Llama 3.1 8B on H100", 8.03e9, 32, 8, 128, 2.0, 989.0, 0.4, 3.35, 80.0,
-                           f"{LLAMA8B}; {H100}; 40% utilisation"),
-    "llama8b_a100": Preset("Llama 3.1 8B on A100", 8.03e9, 32, 8, 128, 2.0, 312.0, 0.4, 2.039, 80.0,
-                           f"{LLAMA8B}; {A100}; 40% utilisation"),
-    "codellama13b_a100": Preset("CodeLlama 13B on A100", 13.016e9, 40, 40, 128, 2.0, 312.0, 0.4, 2.039, 80.0,
-                                f"{CODELLAMA13B}; {A100}; 40% utilisation"),
+    # Measured: `utilisation` is unused (0); tflops and hbm_tb_s are the datasheet's, for the roofline.
+    "qwen14b_h100": Preset("Qwen2.5-14B on H100", 14.7e9, 48, 8, 128, 2.0, 989.0, 0.0, 3.35, 80.0,
+                           f"{QWEN14B}; {H100}; " + MEASURED.format(gpu="H100"), "h100", QWEN14B_SHAPE),
+    "llama8b_h100": Preset("Llama 3.1 8B on H100", 8.03e9, 32, 8, 128, 2.0, 989.0, 0.0, 3.35, 80.0,
+                           f"{LLAMA8B}; {H100}; " + MEASURED.format(gpu="H100"), "h100", LLAMA8B_SHAPE),
+    "llama8b_a100": Preset("Llama 3.1 8B on A100", 8.03e9, 32, 8, 128, 2.0, 312.0, 0.0, 2.039, 80.0,
+                           f"{LLAMA8B}; {A100}; " + MEASURED.format(gpu="A100"), "a100", LLAMA8B_SHAPE),
+    "codellama13b_a100": Preset("CodeLlama 13B on A100", 13.016e9, 40, 40, 128, 2.0, 312.0, 0.0, 2.039, 80.0,
+                                f"{CODELLAMA13B}; {A100}; " + MEASURED.format(gpu="A100"), "a100",
+                                CODELLAMA13B_SHAPE),
 }
 
 SERVING_SHARE = 0.9  # of a card's memory a serving engine takes for weights and KV (vLLM's gpu_memory_utilization)
@@ -110,6 +132,7 @@ class Profile:
     weight_bytes: float  # parameters × bytes per value: read once by every decode step (0: the lab)
     hbm_bytes_per_s: float  # memory bandwidth (0: no decode figures, the lab)
     peak_flops_per_s: float = 0.0  # peak dense FLOP/s, before utilisation (the roofline's flat part; the lab: its speed)
+    measured: Measured | None = None  # a measured GPU's passes (model/gpu.py); None: the spec-sheet formulas
 
     @property
     def decodes(self) -> bool:
@@ -120,8 +143,14 @@ class Profile:
         """Compute-bound prefill speed: sustained FLOP/s / FLOPs per token."""
         return self.flops_per_s / self.flops_per_token
 
-    def prefill_s(self, tokens: int) -> float:
-        """Seconds to prefill `tokens` alone: overhead + tokens × 2 × parameters / (peak × utilisation)."""
+    def prefill_s(self, tokens: int, context: int = 0) -> float:
+        """Seconds to prefill `tokens` alone: overhead + tokens × 2 × parameters / (peak × utilisation).
+
+        Measured: one pass of `tokens` after `context` tokens already cached (their attention reads them);
+        the spec-sheet formula has no attention term, so it ignores `context`.
+        """
+        if self.measured is not None:
+            return self.measured.pass_s(((tokens, context),)) if tokens > 0 else 0.0
         return self.overhead_s + tokens * self.flops_per_token / self.flops_per_s
 
     def tokens_in(self, memory_gb: float) -> int:
@@ -133,17 +162,32 @@ class Profile:
             return UNLIMITED_TOKENS
         return int(memory_gb * GB / self.kv_bytes_per_token)
 
-    def decode_step_s(self, kv_tokens: int) -> float:
-        """One decode step reading the KV of `kv_tokens` context tokens: (weights + kv_tokens × KV bytes) / bandwidth."""
+    def decode_step_s(self, kv_tokens: int, batch: int = 1) -> float:
+        """One decode step reading the KV of `kv_tokens` context tokens: (weights + kv_tokens × KV bytes) / bandwidth.
+
+        Measured: the pass of `batch` decode tokens (non-attention, LM head, a launch per layer) plus
+        kv_tokens × the seconds a context token's KV takes to read.
+        """
+        if self.measured is not None:
+            return self.measured.decode_fixed_s(batch) + kv_tokens * self.measured.kv_token_s()
         return (self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / self.hbm_bytes_per_s
 
-    def step_s(self, prefill_tokens: int, kv_tokens: int) -> float:
+    def step_s(self, prefill_tokens: int, kv_tokens: int, chunks: Sequence[tuple[int, int]] = (),
+               decodes: int = 0) -> float:
         """A step computing `prefill_tokens` and reading `kv_tokens` of context: the slower of the two.
 
         max(prefill_tokens × 2 × parameters / (peak × utilisation), decode_step_s(kv_tokens)): the
         arithmetic and the memory reads overlap, so a long prefill is compute-bound and a step of
         decodes alone is memory-bound. A decode token's own arithmetic is left out.
+
+        Measured: one pass of the prefill `chunks` ((new tokens, tokens before them) each; one chunk of
+        `prefill_tokens` if none are given) and `decodes` decode tokens, which read what is left of
+        `kv_tokens` once the chunks' own context is taken out.
         """
+        if self.measured is not None:
+            chunks = chunks or ((prefill_tokens, 0),)
+            decode_kv = kv_tokens - sum(c for _, c in chunks)
+            return self.measured.pass_s(chunks, decodes, decode_kv if decode_kv > 0 else 0)
         return max(prefill_tokens * self.flops_per_token / self.flops_per_s, self.decode_step_s(kv_tokens))
 
     def decode_steps_s(self, steps: int, batch: int, kv_tokens: int) -> float:
@@ -154,6 +198,8 @@ class Profile:
         The token count is an exact integer; the float rounding is the same everywhere.
         """
         read = steps * kv_tokens + batch * (steps * (steps - 1) // 2)
+        if self.measured is not None:  # the same sum: a fixed part per step, a part per context token read
+            return steps * self.measured.decode_fixed_s(batch) + read * self.measured.kv_token_s()
         return (steps * self.weight_bytes + read * self.kv_bytes_per_token) / self.hbm_bytes_per_s
 
     def decode_steps_within(self, seconds: float, batch: int, kv_tokens: int) -> int:
@@ -164,8 +210,11 @@ class Profile:
         """
         if seconds <= 0:
             return 0
-        w = self.weight_bytes / self.hbm_bytes_per_s
-        g = self.kv_bytes_per_token / self.hbm_bytes_per_s
+        if self.measured is not None:
+            w, g = self.measured.decode_fixed_s(batch), self.measured.kv_token_s()
+        else:
+            w = self.weight_bytes / self.hbm_bytes_per_s
+            g = self.kv_bytes_per_token / self.hbm_bytes_per_s
         a, b = batch * g / 2, w + g * kv_tokens - batch * g / 2
         n = int(seconds / b) if a == 0 else int((-b + math.sqrt(b * b + 4 * a * seconds)) / (2 * a))
         while n > 0 and self.decode_steps_s(n, batch, kv_tokens) > seconds:
@@ -191,7 +240,14 @@ def build(preset: str, overrides: dict[str, float] | None = None, *, lab_tokens_
     kvb = kv_bytes_per_token(p.layers, p.kv_heads, p.head_dim, p.bytes_per_value)
     if preset == "lab":
         return Profile(preset, 1.0, lab_tokens_per_s, lab_overhead_s, kvb, 0.0, 0.0, lab_tokens_per_s)
-    return Profile(preset, FLOPS_PER_PARAM * p.params, p.tflops * 1e12 * p.utilisation, 0.0, kvb,
+    flops_per_token = FLOPS_PER_PARAM * p.params
+    if p.gpu and p.shape is not None:
+        shape = p.shape._replace(n_kv_head=p.kv_heads, head_dim=p.head_dim)
+        measured = Measured(FITS[p.gpu], shape, p.layers, p.bytes_per_value)
+        sustained = flops_per_token * SUSTAINED_TOKENS / measured.non_attention_s(SUSTAINED_TOKENS)
+        return Profile(preset, flops_per_token, sustained, 0.0, kvb, p.params * p.bytes_per_value,
+                       p.hbm_tb_s * 1e12, p.tflops * 1e12, measured)
+    return Profile(preset, flops_per_token, p.tflops * 1e12 * p.utilisation, 0.0, kvb,
                    p.params * p.bytes_per_value, p.hbm_tb_s * 1e12, p.tflops * 1e12)
 
 
@@ -222,6 +278,10 @@ def profile_of(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
     if preset == "lab" and set(overrides) - {"layers", "kv_heads", "head_dim", "bytes_per_value"}:
         notes.append("the lab preset takes its speed from fleet.prefill_tokens_per_s and fleet.overhead_ms; "
                      "hardware.params_b, tflops, utilisation and hbm_tb_s apply to the GPU presets only")
+    if PRESETS[preset].gpu and set(overrides) & {"params", "tflops", "utilisation", "hbm_tb_s"}:
+        notes.append(f"{preset} is priced by a GPU fitted to measured kernels (model/gpufits.py): hardware.tflops "
+                     "and hbm_tb_s move only the roofline's datasheet roof, utilisation applies to the article's "
+                     "presets only, and params_b changes the weights' memory, not the speed (the model's shape does)")
     profile = build(preset, overrides, lab_tokens_per_s=scenario.fleet.prefill_tokens_per_s,
                     lab_overhead_s=scenario.fleet.overhead_ms / 1000.0)
     return profile, tuple(notes)

@@ -17,6 +17,10 @@ prefix is cached with the prompt when prefill ends, like any computed one.
 
 `backlog(now)` is the router's view of load: seconds of work queued and
 running, with queued work estimated from the match at routing time.
+
+A measured GPU preset (`model/gpu.py`) gives the replica its `timing`
+instead, (uncached tokens, tokens before them) -> seconds of one pass; the
+lab's own preset keeps the formula above, written out where it is used.
 """
 
 from collections import deque
@@ -54,10 +58,10 @@ class Replica:
     """A replica's queue, cache and running totals."""
 
     __slots__ = ("index", "tree", "cache", "overhead_s", "tokens_per_s", "queue", "running",
-                 "busy_until", "queued_work_s", "busy_s", "last_routed", "fetcher")
+                 "busy_until", "queued_work_s", "busy_s", "last_routed", "fetcher", "timing")
 
     def __init__(self, index: int, capacity_tokens: int, cache: bool, overhead_s: float,
-                 tokens_per_s: float) -> None:
+                 tokens_per_s: float, timing: Callable[[int, int], float] | None = None) -> None:
         self.index = index
         self.tree = RadixTree(capacity_tokens if cache else 0)
         self.cache = cache
@@ -71,6 +75,7 @@ class Replica:
         self.last_routed = -1  # id of the last request routed here (for tie-breaks)
         # (replica, request, tokens matched here) -> (tokens to fetch from a peer, seconds); None: no fetching
         self.fetcher: Callable[[Replica, Request, int], tuple[int, float]] | None = None
+        self.timing = timing  # a measured GPU's (uncached, tokens before them) -> seconds; None: the formula
 
     def backlog(self, now: float) -> float:
         """Seconds of work ahead of a request routed here now."""
@@ -86,7 +91,9 @@ class Replica:
         """Requests queued or running here."""
         return len(self.queue) + (self.running is not None)
 
-    def prefill_s(self, uncached_tokens: int) -> float:
+    def prefill_s(self, uncached_tokens: int, context: int = 0) -> float:
+        if self.timing is not None:
+            return self.timing(uncached_tokens, context)
         return self.overhead_s + uncached_tokens / self.tokens_per_s
 
     def enqueue(self, request: Request) -> Served:
@@ -96,10 +103,13 @@ class Replica:
         if self.cache:
             lock, at, matched = self.tree.find(request.keys)
             self.tree.lock(lock)
-        estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
+        if self.timing is None:
+            estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
+        else:
+            estimate = self.timing(request.prompt_tokens - matched, matched)
         if self.fetcher is not None:
             tokens, seconds = self.fetcher(self, request, matched)
-            estimate = self.prefill_s(request.prompt_tokens - matched - tokens) + seconds
+            estimate = self.prefill_s(request.prompt_tokens - matched - tokens, matched + tokens) + seconds
         served = Served(request, self.index, lock, matched, estimate, self.running is not None, at)
         self.queue.append(served)
         self.queued_work_s += served.estimate_s
@@ -117,11 +127,15 @@ class Replica:
             self.tree.lock(served.lock)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
-        served.prefill_s = self.overhead_s + (served.request.prompt_tokens - served.cached_tokens) / self.tokens_per_s
+        cached = served.cached_tokens
+        if self.timing is None:
+            served.prefill_s = self.overhead_s + (served.request.prompt_tokens - cached) / self.tokens_per_s
+        else:
+            served.prefill_s = self.timing(served.request.prompt_tokens - cached, cached)
         if self.fetcher is not None:
-            served.fetched_tokens, served.fetch_s = self.fetcher(self, served.request, served.cached_tokens)
-            missing = served.request.prompt_tokens - served.cached_tokens - served.fetched_tokens
-            served.prefill_s = self.prefill_s(missing) + served.fetch_s
+            served.fetched_tokens, served.fetch_s = self.fetcher(self, served.request, cached)
+            missing = served.request.prompt_tokens - cached - served.fetched_tokens
+            served.prefill_s = self.prefill_s(missing, cached + served.fetched_tokens) + served.fetch_s
         self.busy_until = now + served.prefill_s
         self.busy_s += served.prefill_s
         self.running = served

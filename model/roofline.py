@@ -16,6 +16,13 @@ only moves a decode step further left. The peak is the datasheet's dense
 figure, not the share of it prefill reaches in the simulation (`utilisation`),
 so the ridge is the article's 989 / 3.35 = 295 FLOPs per byte.
 
+A measured preset (`model/gpu.py`) adds the fitted model's own curve: for
+a pass of t tokens, the FLOPs of one layer's matrix products over the
+seconds the fit gives that layer's non-attention operations, drawn at the
+same intensity as the roof's point for t (`model_curve`). It sits below
+the roof, and the kernel profiles the fit came from are measured points
+beside it (the page reads those; the model reads no files).
+
 `roofline_of(scenario)` reads `roofline.batch` and `roofline.prefill_tokens`
 and prices the scenario's hardware (the lab preset: the article's, as the
 other explainers do). Floats come from `+ - * /` only, so the figures are
@@ -25,15 +32,18 @@ the same in CPython and Pyodide.
 from typing import TYPE_CHECKING, Any
 
 from .explainers import explainer_profile
+from .gpu import layer_flops, layer_s
 from .hardware import Profile
 
 if TYPE_CHECKING:
     from .config import Scenario
 
-__all__ = ["attainable_flops_per_s", "intensity", "ridge", "roofline", "roofline_of", "tokens_to_ridge"]
+__all__ = ["CURVE_TOKENS", "attainable_flops_per_s", "intensity", "model_curve", "model_tflops", "ridge", "roofline",
+           "roofline_of", "tokens_to_ridge"]
 
 MANTISSAS = (1, 2, 5)  # the curve's grid: 1, 2 and 5 times each power of ten
 DECADES = range(-2, 7)  # 0.01 to 5,000,000 FLOPs per byte
+CURVE_TOKENS = tuple(sorted({2**k for k in range(16)} | {3 * 2**k for k in range(15)}))  # 1 to 49,152 tokens
 
 
 def ridge(profile: Profile) -> float:
@@ -68,11 +78,33 @@ def tokens_to_ridge(profile: Profile) -> int | None:
     return t
 
 
+def model_tflops(profile: Profile, tokens: int) -> float | None:
+    """A measured preset's achieved TFLOP/s for a pass of `tokens`: one layer's matmul FLOPs over its modelled
+    non-attention seconds (None for a spec-sheet preset)."""
+    m = profile.measured
+    if m is None:
+        return None
+    return layer_flops(m.shape, tokens) / layer_s(m.fit, m.shape, tokens, m.bytes_per_value) / 1e12
+
+
+def model_curve(profile: Profile, tokens: tuple[int, ...] = CURVE_TOKENS) -> dict[str, list[float]] | None:
+    """The measured preset's achieved TFLOP/s at each pass length, with its intensity (None: not measured)."""
+    if profile.measured is None:
+        return None
+    return {"tokens": list(tokens), "flops_per_byte": [intensity(profile, t) for t in tokens],
+            "achieved_tflops": [model_tflops(profile, t) for t in tokens]}  # type: ignore[misc]
+
+
 def _point(profile: Profile, tokens: int) -> dict[str, float]:
     i = intensity(profile, tokens)
     reached = attainable_flops_per_s(profile, i)
-    return {"tokens": tokens, "flops_per_byte": i, "attainable_tflops": reached / 1e12,
-            "peak_share": reached / profile.peak_flops_per_s}
+    point = {"tokens": tokens, "flops_per_byte": i, "attainable_tflops": reached / 1e12,
+             "peak_share": reached / profile.peak_flops_per_s}
+    achieved = model_tflops(profile, tokens)
+    if achieved is not None:
+        point["model_tflops"] = achieved
+        point["model_peak_share"] = achieved * 1e12 / profile.peak_flops_per_s
+    return point
 
 
 def roofline(profile: Profile, batch: int, prefill_tokens: int) -> dict[str, Any]:
@@ -91,7 +123,8 @@ def roofline(profile: Profile, batch: int, prefill_tokens: int) -> dict[str, Any
             "decode_peak_share": decode["peak_share"], "prefill_peak_share": prefill["peak_share"],
             "decode": decode, "prefill": prefill,
             "series": {"flops_per_byte": xs, "attainable_tflops": [attainable_flops_per_s(profile, x) / 1e12
-                                                                   for x in xs]}}
+                                                                   for x in xs]},
+            "model": model_curve(profile)}
 
 
 def roofline_of(scenario: "Scenario") -> dict[str, Any]:
@@ -99,8 +132,10 @@ def roofline_of(scenario: "Scenario") -> dict[str, Any]:
 
     Keys: hardware, peak_tflops, hbm_tb_s, ridge_flops_per_byte, tokens_to_ridge (int or None),
     decode_peak_share, prefill_peak_share, decode and prefill ({tokens, flops_per_byte, attainable_tflops,
-    peak_share}), series ({flops_per_byte: [x...], attainable_tflops: [y...]}, same length, x ascending),
-    inputs ({batch, prefill_tokens}), notes ([str]). Floats are rounded to 6 significant digits.
+    peak_share}, and on a measured preset model_tflops and model_peak_share), series ({flops_per_byte: [x...],
+    attainable_tflops: [y...]}, same length, x ascending), model (a measured preset's {tokens, flops_per_byte,
+    achieved_tflops}; None otherwise), inputs ({batch, prefill_tokens}), notes ([str]). Floats are rounded to
+    6 significant digits.
     """
     profile, notes = explainer_profile(scenario)
     r = scenario.roofline

@@ -2,8 +2,10 @@
 
 Steps. A replica runs one step at a time. In a step every decoding sequence
 makes one token and some prefill tokens are computed; it lasts
-`Profile.step_s(prefill tokens, context tokens read)`, the slower of the
-arithmetic and the memory reads. A prompt's first token comes at the end of
+`Profile.step_s(prefill tokens, context tokens read, chunks, decodes)`: on
+the article's arithmetic the slower of the arithmetic and the memory
+reads; on a measured GPU one forward pass of the chunks (each attending to
+the prompt before it) and the decodes. A prompt's first token comes at the end of
 the step that computes its last prompt token (that is its TTFT); each later
 step adds one token; a request ends with its `answer_tokens`-th token.
 
@@ -248,7 +250,7 @@ class ServingReplica:
         self.last_routed = request.id
         if request.prompt_tokens + request.answer_tokens + 1 > self.budget:  # +1: a prompt all cached recomputes one
             return None
-        seq = Seq(request, self.index, self.profile.prefill_s(request.prompt_tokens - matched))
+        seq = Seq(request, self.index, self.profile.prefill_s(request.prompt_tokens - matched, matched))
         first = not self.waiting
         self.waiting.append(seq)
         self.queued_work_s += seq.estimate_s
@@ -302,8 +304,10 @@ class ServingReplica:
         kv = self.ctx_base + self.n_dec * self.steps
         if chunks:
             tokens = sum(take for _, take in chunks)
-            read = sum(seq.request.prompt_tokens - seq.todo for seq, _ in chunks) + (kv if self.with_decodes else 0)
-            self.run_steps, self.end_s = 0, now + self.profile.step_s(tokens, read)
+            done = [(take, seq.request.prompt_tokens - seq.todo) for seq, take in chunks]  # (new, before them)
+            read = sum(before for _, before in done) + (kv if self.with_decodes else 0)
+            decodes = self.n_dec if self.with_decodes else 0
+            self.run_steps, self.end_s = 0, now + self.profile.step_s(tokens, read, done, decodes)
         elif self.n_dec:
             self.run_steps, self.run_kv = self.finishing[0][0] - self.steps, kv
             self.end_s = now + self.profile.decode_steps_s(self.run_steps, self.n_dec, kv)
@@ -391,8 +395,8 @@ class ServingReplica:
         self._busy(self.t0, now)
         if self.run_steps:
             n, batch, kv, profile = self.run_steps, self.n_dec, self.run_kv, self.profile
-            tail = profile.decode_step_s(kv + batch * (n - 1)) if n > 1 else 0.0  # the last step reads the most
-            self.stalls.add(self.t0 + profile.decode_step_s(kv), tail, now)
+            tail = profile.decode_step_s(kv + batch * (n - 1), batch) if n > 1 else 0.0  # the last step reads the most
+            self.stalls.add(self.t0 + profile.decode_step_s(kv, batch), tail, now)
             self.steps += n
             if self.token_steps is not None:
                 self.token_steps += [self.t0 + profile.decode_steps_s(k, batch, kv) for k in range(1, n + 1)]

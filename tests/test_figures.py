@@ -212,7 +212,7 @@ def test_the_memory_chart_shows_pinned_prefixes_and_evictions_per_bin():
 def test_the_locality_figure_is_drawn_once_at_build_time_beside_the_notes_figures():
     baked = view.render(Scenario())["patches"]["bokeh"]["src:locality"]["data"]
     assert baked["note"][:2] == [12.5, 97.5] and baked["note"][2:] == [None, None]
-    assert baked["lab"][1] > 90 and baked["lab"][0] < 12.5 * 1.6  # cache-aware above 90%; round robin near the note
+    assert baked["lab"][1] > 70 and baked["lab"][0] < 12.5 * 1.6  # cache-aware above 70%; round robin near the note
     assert "src:locality" not in view.handle(request())["patches"]["bokeh"]  # the worker never sends it again
     said = view.render(Scenario())["patches"]["dom"]["#cap-locality"]["text"]
     assert "of requests found their prefix (the note: 12.5%)" in said and "of prompt tokens were cached" in said

@@ -89,11 +89,15 @@ def test_round_robin_finds_a_conversation_about_as_rarely_as_the_note_says(table
     assert rows(table)["round_robin"]["hit_rate"] > 2 * rr
 
 
-def test_cache_aware_routing_finds_over_90_percent_and_serves_more_than_round_robin(table):
+def test_cache_aware_routing_finds_most_prefixes_and_answers_sooner_but_the_fallback_serves_the_most(table):
     r = rows(table)
-    assert r["cache_aware"]["request_hit_rate"] > 0.9
-    assert r["cache_aware"]["throughput_rps"] > r["round_robin"]["throughput_rps"]
+    # On the measured A100 (issue 27) prefill is cheap beside decode, so the seed's router, which weighs only
+    # queued prefill, seldom spills: it finds far more than round robin and answers sooner at the median, but
+    # two replicas take most conversations and it serves fewer a second (README: where and why the figures differ)
+    assert r["cache_aware"]["request_hit_rate"] > 0.7 > 3 * r["round_robin"]["request_hit_rate"]
     assert r["cache_aware"]["ttft_p50_ms"] < r["round_robin"]["ttft_p50_ms"]
+    assert r["prefix_load_aware"]["throughput_rps"] > max(r["cache_aware"]["throughput_rps"],
+                                                          r["round_robin"]["throughput_rps"])
 
 
 def test_the_load_aware_fallback_lowers_the_tail_of_plain_prefix_aware_routing(table):

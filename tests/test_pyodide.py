@@ -24,6 +24,8 @@ SCENARIOS = [
      "events": "burst@60+30x4,timestamp@150", "fleet.memory_gb": "2"},
     {"fleet.decode": "true", "hardware.preset": "llama8b_a100", "events": "surge@30+60", "fleet.replicas": "6",
      "router.kind": "cache_aware", "dynamic_text": "bottom", "fleet.token_budget": "512"},
+    # a measured GPU in lab mode (issue 27): each prefill one pass of the H100 fit (its blend of 2: square roots)
+    {"hardware.preset": "qwen14b_h100", "duration_s": "60", "router.kind": "cache_aware"},
 ]
 
 
