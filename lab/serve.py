@@ -238,7 +238,21 @@ def make_app(site: Path, room: "RoomServer | None" = None) -> tornado.web.Applic
         [*rooms, (r"/(.*)", SiteHandler, {"site": _Site(site), "default_filename": "index.html"})],
         compress_response=False,  # the .gz twins are already compressed
         static_hash_cache=False,
+        log_function=_log_request,
     )
+
+
+def _log_request(handler: tornado.web.RequestHandler) -> None:
+    """Tornado's access log line, with the value of any `token` parameter hidden (the facilitator's is secret)."""
+    from tornado.log import access_log
+
+    from .roomserve import hidden_token
+
+    status = handler.get_status()
+    log = access_log.info if status < 400 else access_log.warning if status < 500 else access_log.error
+    request = handler.request
+    log("%d %s %s (%s) %.2fms", status, request.method, hidden_token(request.uri or ""), request.remote_ip,
+        1000.0 * request.request_time())
 
 
 class _Refusal(tornado.httputil.HTTPMessageDelegate):
@@ -355,7 +369,7 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
             build_site(site)
         bound = sockets[0].getsockname()[1]
         if room_data is not None:
-            room = _open_room(room_data, host, bound)
+            room = _open_room(room_data, host, bound, site)
     except BaseException:
         for sock in sockets:
             sock.close()
@@ -387,7 +401,7 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
             room.close()
 
 
-def _open_room(data: Path, host: str, port: int) -> "RoomServer":
+def _open_room(data: Path, host: str, port: int, site: Path | None = None) -> "RoomServer":
     """The room on `data`, with a new facilitator token; its join address uses this machine's address on the
     room's network when listening on every address."""
     import secrets
@@ -398,7 +412,7 @@ def _open_room(data: Path, host: str, port: int) -> "RoomServer":
     address = _lan_address() if host in ("0.0.0.0", "", "::") else host
     shown = f"[{address}]" if ":" in address else address
     try:
-        return RoomServer(data, secrets.token_urlsafe(18), f"http://{shown}:{port}/room/join")
+        return RoomServer(data, secrets.token_urlsafe(18), f"http://{shown}:{port}/room/join", site=site)
     except RoomError as exc:
         raise ServeError(str(exc)) from None
 
