@@ -98,6 +98,7 @@ class Scorer:
         self._procs: list[subprocess.Popen | None] = []
         self._closed = False
         self.started = 0  # workers started so far (a killed one is replaced)
+        self.scored = 0  # setups given to a worker so far
 
     # -- asking --------------------------------------------------------------------------------
 
@@ -183,6 +184,8 @@ class Scorer:
 
     def _serve(self, slot: int) -> None:
         while (job := self._take()) is not None:
+            with self._lock:
+                self.scored += 1
             began = self.clock()
             try:
                 answer = self._ask(slot, job)
@@ -232,6 +235,8 @@ class Scorer:
     def _finish(self, job: _Job, answer: dict[str, Any], cost_s: float) -> None:
         with self._lock:
             self._running.pop(job.address, None)
+            if job.address in self._waiting:  # its next setup goes behind those of every other address
+                self._waiting.move_to_end(job.address)
             del self._jobs[(job.mission, job.setup)]
             self._by_address[job.address] -= 1
             if not self._by_address[job.address]:
