@@ -458,7 +458,8 @@ def _stall(args: argparse.Namespace) -> int:
 def _split(args: argparse.Namespace) -> int:
     from model import split_compare
 
-    c = split_compare(load_scenario(args.scenario, args.set))
+    scenario = load_scenario(args.scenario, args.set)
+    c = split_compare(scenario)
     if args.json:
         _out(json.dumps(c, indent=1))
         return 0
@@ -470,9 +471,15 @@ def _split(args: argparse.Namespace) -> int:
     if c["split"] is not None:
         rows.append((f"split {c['prefill_replicas']} + {c['decode_replicas']}", c["split"]))
     for name, f in rows:
+        if not f["requests"]:
+            _out(f"{name:<18s} no request was served: none fits in a replica's memory with its answer "
+                 f"(fleet.memory_gb={scenario.fleet.memory_gb:g})")
+            continue
         marks = ("yes" if f["meets_ttft"] else "no", "yes" if f["meets_tbt"] else "no")
-        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{f['tbt_slo_met'] * 100:6.1f}% {marks[1]:<3s}"
-             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {f['stall_p99_ms']:11.0f} {f['hit_rate'] * 100:8.1f}%")
+        tbt = "     -" if f["tbt_slo_met"] is None else f"{f['tbt_slo_met'] * 100:6.1f}"
+        stall = "-" if f["stall_p99_ms"] is None else f"{f['stall_p99_ms']:.0f}"
+        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{tbt}% {marks[1]:<3s}"
+             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {stall:>11s} {f['hit_rate'] * 100:8.1f}%")
     _notes(c["notes"])
     return 0
 

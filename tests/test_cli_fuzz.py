@@ -186,3 +186,17 @@ def test_fuzz_arguments_never_make_a_traceback(tmp_path_factory, argv):
             for sock in opened:
                 sock.close()
     assert_one_line_or_success(status, err)
+
+
+@pytest.mark.parametrize("sets", [
+    ["fleet.decode=true", "fleet.prefill_replicas=33", "fleet.decode_replicas=32"],
+    ["fleet.decode=true", "fleet.memory_gb=0"],
+    ["fleet.memory_gb=0"],
+])
+def test_split_on_setups_that_serve_nothing_or_do_not_fit_is_no_traceback(sets):
+    status, out, err = run_main(["split", *(token for s in sets for token in ("--set", s))])
+    assert_one_line_or_success(status, err)
+    if "fleet.prefill_replicas=33" in sets:
+        assert status == 2 and "64" in err
+    else:
+        assert status == 0 and "no request was served" in out
