@@ -140,11 +140,26 @@ def _preset(name: str | None, path: str | None) -> Scenario | None:
         raise UsageError(f"--{exc} (see prefix-lab presets)") from None
 
 
+def _bounded(scenario: Scenario) -> Scenario:
+    """The scenario, if one run of it stays within the declared bound (lab/runbound.py); else one line."""
+    from .runbound import check_run
+
+    check_run(scenario)
+    return scenario
+
+
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario))
+    from model import TooManyRequests
+
+    from .runbound import RUN_MAX_REQUESTS, too_large
+
+    scenario = _bounded(load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario)))
     if args.explain is not None:
         return _explain(scenario, args.explain, args.json)
-    result = simulate(scenario)
+    try:  # closed users are counted only as they send: the bound is the run's limit
+        result = simulate(scenario, limit=RUN_MAX_REQUESTS)
+    except TooManyRequests:
+        raise too_large("this setup sends", RUN_MAX_REQUESTS, "lower traffic.users or shorten duration_s") from None
     if args.trace_out:
         from .traces import CommandError, write_trace
         try:
@@ -197,7 +212,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     try:
         replay_keys_only(args.set)
-        for line in replay_output(args, load_scenario(None, args.set), format_summary):
+        for line in replay_output(args, load_scenario(None, args.set), format_summary, _out):
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
@@ -234,7 +249,7 @@ def _locality(args: argparse.Namespace) -> int:
     from model import locality_comparison
 
     base = _preset("kv-locality-note", None)
-    table = locality_comparison(load_scenario(args.scenario, args.set, base=base))
+    table = locality_comparison(_bounded(load_scenario(args.scenario, args.set, base=base)))
     if args.json:
         _out(json.dumps(table, indent=1))
         return 0
@@ -373,7 +388,7 @@ def _score(args: argparse.Namespace) -> int:
     if mission is None:
         from missions import MISSIONS
         raise UsageError(f"--mission {args.mission!r}: no such mission; known: {', '.join(m.id for m in MISSIONS)}")
-    scenario = load_scenario(args.scenario, args.set, base=mission.start)
+    scenario = _bounded(load_scenario(args.scenario, args.set, base=mission.start))
     from .missionsweep import distributions
     from .tracemission import run_mission
     from .traces import CommandError
@@ -458,7 +473,7 @@ def _stall(args: argparse.Namespace) -> int:
 def _split(args: argparse.Namespace) -> int:
     from model import split_compare
 
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = _bounded(load_scenario(args.scenario, args.set))
     c = split_compare(scenario)
     if args.json:
         _out(json.dumps(c, indent=1))
@@ -487,7 +502,7 @@ def _split(args: argparse.Namespace) -> int:
 def _queue(args: argparse.Namespace) -> int:
     from model import queue_compare
 
-    q = queue_compare(load_scenario(args.scenario, args.set))
+    q = queue_compare(_bounded(load_scenario(args.scenario, args.set)))
     if args.json:
         _out(json.dumps(q, indent=1))
         return 0
@@ -523,7 +538,7 @@ def _transfer(args: argparse.Namespace) -> int:
 def _money(args: argparse.Namespace) -> int:
     from model import run_money
 
-    m = run_money(load_scenario(args.scenario, args.set))
+    m = run_money(_bounded(load_scenario(args.scenario, args.set)))
     if args.json:
         _out(json.dumps(m, indent=1))
         return 0
@@ -542,7 +557,7 @@ def _money(args: argparse.Namespace) -> int:
 def _fanout(args: argparse.Namespace) -> int:
     from model import RACE, Scenario, fanout_race
 
-    race = fanout_race(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE)))
+    race = fanout_race(_bounded(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE))))
     if args.json:
         _out(json.dumps(race, indent=1))
         return 0
@@ -698,9 +713,14 @@ def _error(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .runbound import RunTooLarge
+
     try:
         args = parser().parse_args(argv)
-        status = args.func(args)
+        try:
+            status = args.func(args)
+        except RunTooLarge as exc:
+            raise UsageError(str(exc)) from None
         try:
             sys.stdout.flush()  # a full disk shows here, when the output goes to a file
         except BrokenPipeError:
@@ -710,6 +730,11 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except UsageError as exc:
         return _error(str(exc))
+    except MemoryError:  # a run within the declared bound on a machine with less memory than it needs
+        from .runbound import RUN_MAX_BYTES
+
+        return _error(f"ran out of memory: this machine cannot hold this run (a run may need up to "
+                      f"{RUN_MAX_BYTES / 1e9:.1f} GB); shorten duration_s or lower the traffic's rate")
     except _OutputError as exc:
         _drop_stdout()
         return _error(f"cannot write the output: {exc}")
