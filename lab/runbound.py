@@ -25,7 +25,7 @@ the trees keep every block they were sent: `NODE_BYTES` each, counted from the
 trace's hash ids (`check_replay`).
 """
 
-from model import Scenario, TooManyRequests, TraceInfo
+from model import Run, Scenario, TooManyRequests, TraceInfo, sessions
 
 __all__ = ["BYTES_PER_REQUEST", "NODE_BYTES", "REPLAY_MAX_REQUESTS", "RUN_MAX_BYTES", "RUN_MAX_REQUESTS",
            "STREAMED_BYTES_PER_REQUEST", "RunTooLarge", "check_replay", "check_run", "fits", "too_large"]
@@ -56,12 +56,8 @@ def fits(scenario: Scenario, limit: int = RUN_MAX_REQUESTS) -> bool | None:
         if t.kind == "closed":
             return None
         if t.kind == "agent":
-            from model.agents import AgentRuns
-
-            AgentRuns(scenario, limit)  # draws every run's calls, and stops past the limit
+            Run(scenario, limit=limit)  # draws every agent run's calls before any event, stopping past the limit
             return True
-        from model.traffic import sessions
-
         serving, end, count = scenario.fleet.decode, scenario.duration_s, 0
         for drawn in sessions(scenario, limit):  # serving mode sends every turn of a session begun in the window
             if serving:

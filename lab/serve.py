@@ -147,7 +147,11 @@ def _fit_open_files(wanted: int) -> int:
             resource.setrlimit(resource.RLIMIT_NOFILE, (asked, hard))
         except (ValueError, OSError):
             asked, cap = connection_budget(soft, soft, wanted)
+    OPEN_FILES.update(before=soft, after=asked, connections=cap)
     return cap
+
+
+OPEN_FILES: dict[str, int] = {}  # what the last server made of the open-file limit: before, after, connections
 
 
 def accepts_gzip(header: str) -> bool:
@@ -481,13 +485,12 @@ class _CappedServer(tornado.httpserver.HTTPServer):
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple) -> None:
         ip = str(address[0]) if isinstance(address, tuple) and address else ""
-        mine = self._open.setdefault(ip, [])
-        if len(mine) >= self.max_per_address:  # the closed ones are dropped only when a cap is reached
+        if len(self._open.get(ip, ())) >= self.max_per_address:  # the closed are dropped only when a cap is reached
             self._drop_closed(ip)
         if self._count >= self.max_connections:
             for other in list(self._open):
                 self._drop_closed(other)
-            mine = self._open.setdefault(ip, [])
+        mine = self._open.setdefault(ip, [])
         if len(mine) >= self.max_per_address or self._count >= self.max_connections:
             _refuse(stream)
             return
@@ -630,6 +633,14 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
     async def main() -> None:
         server = make_server(site, limits, room)
         server.add_sockets(sockets)
+        files = OPEN_FILES
+        if files.get("connections", limits.max_connections) < limits.max_connections:
+            print(f"open files: this machine allows {files['after']:,}, enough for {files['connections']:,} "
+                  f"connections at once (not {limits.max_connections:,}); raise `ulimit -n` for more", flush=True)
+        elif files.get("after", 0) > files.get("before", 0):
+            print(f"open files: raised the limit from {files['before']:,} to {files['after']:,} for "
+                  f"{limits.max_connections:,} connections at once ({limits.max_per_address} from one address)",
+                  flush=True)
         await asyncio.Event().wait()
 
     try:

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from model import BLOCK_TOKENS, Result, Scenario, ScenarioError, TraceError, generate, replay, trace_lines
-from model.metrics import RequestRecord
+
+RequestRecord = Any  # model.metrics.RequestRecord: a request's figures, as `prefix-lab replay --requests` writes them
 
 __all__ = ["CHUNK_BYTES", "CommandError", "add_replay_verb", "add_trace_options", "open_trace", "positive_int",
            "replay_file", "replay_keys_only", "replay_output", "trace_problem", "write_trace"]

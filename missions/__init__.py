@@ -19,11 +19,10 @@ from .scoring import (
     changed_fixed_keys,
     figures,
     score,
-    setup_figures,
     unearnable,
 )
 from .sweep import BEATS_RULE, beats, beats_rule, distribution, grid_keys, measure, truth_of
 
 __all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "beats", "beats_rule",
            "changed_fixed_keys", "check_catalog", "distribution", "figures", "find_mission", "grid_keys", "measure",
-           "score", "setup_figures", "truth_of", "unearnable", "unlocked"]
+           "score", "truth_of", "unearnable", "unlocked"]

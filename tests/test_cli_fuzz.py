@@ -262,8 +262,8 @@ def test_a_replay_over_the_declared_bound_is_refused_after_the_check_and_before_
     import lab.runbound
 
     trace = tmp_path / "trace.jsonl"
-    trace.write_text("".join('{"timestamp": %d, "input_length": 600, "output_length": 5, "hash_ids": [%d, %d]}\n'
-                             % (i, i, i + 1) for i in range(300)))
+    trace.write_text("".join(f'{{"timestamp": {i}, "input_length": 600, "output_length": 5, "hash_ids": [{i}, {i + 1}]}}\n'
+                             for i in range(300)))
     monkeypatch.setattr(lab.runbound, "REPLAY_MAX_REQUESTS", 200)
     with mock.patch("model.trace.simulate", side_effect=AssertionError("nothing may run")):
         status, _, err = run_main(["replay", str(trace)])

@@ -436,3 +436,10 @@ def raw_reply(sock):
             break
         received += chunk
     return received
+
+
+def test_a_client_opening_connection_after_connection_is_never_refused(site):
+    """Each closed connection frees its place: one address may open (and close) many more than its cap."""
+    with running(site, max_connections=6, max_per_address=2) as port:
+        statuses = {get(port, "/app.js")[0].status for _ in range(30)}
+    assert statuses == {200}
