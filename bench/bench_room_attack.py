@@ -104,7 +104,7 @@ async def honest(i: int, port: int, tally: Tally, setups: dict[str, list[tuple[s
     local = f"127.0.0.{i + 2}"
     rng = random.Random(i)
     api, site = Http(port, local), Http(port, local)
-    body = b""
+    body, status = b"", 0
     for _ in range(30):
         try:
             status, body = await api.request("POST", "/room/api/join", {"name": f"Participant {i + 1}"})
@@ -113,6 +113,9 @@ async def honest(i: int, port: int, tally: Tally, setups: dict[str, list[tuple[s
         except ConnectionError:
             pass
         await asyncio.sleep(1)
+    if status != 200:
+        tally.note(tally.phase, "report", None, f"could not join ({status})")
+        return
     who = json.loads(body)
     auth = {"Authorization": f"Bearer {who['id']}.{who['secret']}"}
     stream = asyncio.ensure_future(listen(port, local))

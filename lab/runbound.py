@@ -8,9 +8,8 @@ larger setup is refused before anything runs, with one line naming the bound
 and what to change (`check_run`).
 
 The requests are counted, not estimated, and the count stops as soon as it
-passes the bound (`fits`): chat sessions' turns (the model's own `sessions`,
-whose draws are those of the run), agent runs' calls (drawn as the run draws
-them). Closed users send each request when their last answer is out, so their
+passes the bound (`fits`, `model.sent_at_most`): chat sessions' turns and
+agent runs' calls, drawn as the run draws them. Closed users send each request when their last answer is out, so their
 count is known only by running: such a run is given the bound as its `limit`
 and stops with the same line when it passes it.
 
@@ -25,7 +24,7 @@ the trees keep every block they were sent: `NODE_BYTES` each, counted from the
 trace's hash ids (`check_replay`).
 """
 
-from model import Run, Scenario, TooManyRequests, TraceInfo, sessions
+from model import Scenario, TraceInfo, sent_at_most
 
 __all__ = ["BYTES_PER_REQUEST", "NODE_BYTES", "REPLAY_MAX_REQUESTS", "RUN_MAX_BYTES", "RUN_MAX_REQUESTS",
            "STREAMED_BYTES_PER_REQUEST", "RunTooLarge", "check_replay", "check_run", "fits", "too_large"]
@@ -48,37 +47,15 @@ def too_large(what: str, bound: int, fix: str) -> RunTooLarge:
                        f"{bound * BYTES_PER_REQUEST / 1e9:.1f} GB); {fix}")
 
 
-def fits(scenario: Scenario, limit: int = RUN_MAX_REQUESTS) -> bool | None:
-    """Whether the scenario's traffic sends at most `limit` requests, counted without building them; None for
-    closed users (their count is known only by running)."""
-    t = scenario.traffic
-    try:
-        if t.kind == "closed":
-            return None
-        if t.kind == "agent":
-            Run(scenario, limit=limit)  # draws every agent run's calls before any event, stopping past the limit
-            return True
-        serving, end, count = scenario.fleet.decode, scenario.duration_s, 0
-        for drawn in sessions(scenario, limit):  # serving mode sends every turn of a session begun in the window
-            if serving:
-                count += len(drawn.turns)
-            else:
-                at = drawn.start_s
-                for _, _, gap in drawn.turns:
-                    if at >= end:
-                        break
-                    count += 1
-                    at += gap
-            if count > limit:
-                return False
-    except TooManyRequests:
-        return False
-    return True
+def fits(scenario: Scenario, limit: int | None = None) -> bool | None:
+    """Whether the scenario's traffic sends at most `limit` requests, counted without building them
+    (`model.sent_at_most`); None for closed users (their count is known only by running)."""
+    return sent_at_most(scenario, RUN_MAX_REQUESTS if limit is None else limit)
 
 
 def check_run(scenario: Scenario, what: str = "this setup sends") -> None:
     """RunTooLarge if the scenario's traffic sends more than RUN_MAX_REQUESTS (see the module's docstring)."""
-    if fits(scenario) is False:
+    if fits(scenario, RUN_MAX_REQUESTS) is False:
         raise too_large(what, RUN_MAX_REQUESTS, _FIX)
 
 
