@@ -1,6 +1,7 @@
 """One address against a workshop room of 100: slow readers, costly reports, slowloris, each beside no attack.
 
     python bench/bench_room_attack.py [--seconds 40] [--participants 100] [--site DIR] [--open-files 1024]
+                                      [--checkout DIR]
 
 Starts `prefix-lab serve --room` on a fresh data folder (the site must be
 built: `prefix-lab build`), under a soft limit of `--open-files` open files
@@ -23,11 +24,14 @@ attacking in a process of its own, with each of:
    take the most simulating the missions allow (64 replicas, the costliest
    router) and setups that change the mission's traffic (which cannot earn
    a star: refused before they run);
-5. slowloris: up to 300 connections sending their headers a line every few
+5. slowloris: up to 720 connections sending their headers a line every few
    seconds, never ending them;
 
 each after a phase with no attack, so every row has its own "without". Every
 loop is bounded in count and in time, and everything stays on 127.0.0.0/8.
+
+With `--checkout DIR` the server runs another source tree's code (say, an
+older commit unpacked with `git archive`) on the same site: a before-and-after.
 
 Printed per phase: honest reports (count, p50, p99, max ms, failed), honest
 file requests (count, p50, p99, failed), and what the attacker got. The
@@ -207,7 +211,7 @@ def slow_readers(port: int, seconds: float, path: str) -> dict[str, int]:
 
 
 def slowloris(port: int, seconds: float) -> dict[str, int]:
-    """Hold up to 300 connections whose headers never end: a header line to each every 3 s; reopen the dropped."""
+    """Hold up to 720 connections whose headers never end: a header line to each every 3 s; reopen the dropped."""
     deadline, pool, got = time.monotonic() + seconds, [], {"connects": 0, "dropped by the server": 0}
     while time.monotonic() < deadline and got["connects"] < MAX_CONNECTS:
         kept = []
@@ -219,7 +223,7 @@ def slowloris(port: int, seconds: float) -> dict[str, int]:
                 sock.close()
                 got["dropped by the server"] += 1
         pool = kept
-        while len(pool) < 300 and got["connects"] < MAX_CONNECTS:
+        while len(pool) < 720 and got["connects"] < MAX_CONNECTS:
             sock = socket.socket()
             try:
                 sock.bind((ATTACKER, 0))
@@ -317,16 +321,31 @@ def attacker_main(kind: int, port: int, seconds: float, path: str) -> None:
 
 # -- the run ------------------------------------------------------------------------------------------
 
-def start_server(site: str, data: Path, open_files: int | None) -> tuple[subprocess.Popen, int, list[str]]:
+# Serves the room from another checkout's code (`--checkout`, for a before-and-after), on this site as it is.
+OTHER_CHECKOUT = """
+import sys
+import lab.serve
+lab.serve.site_is_current = lambda site: True  # this site was built by the other code: serve it as it is
+from lab.cli import main
+sys.exit(main(["serve", "--dir", sys.argv[1], "--port", "0", "--room", "--data", sys.argv[2]]))
+"""
+
+
+def start_server(site: str, data: Path, open_files: int | None,
+                 checkout: str | None = None) -> tuple[subprocess.Popen, int, list[str]]:
     def limit() -> None:
         if open_files:
             _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
 
     log = tempfile.TemporaryFile("w+")  # the server's log: a file, so that writing it never blocks the server
-    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--dir", site, "--port", "0", "--room", "--data",
-                             str(data)], cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
-                            preexec_fn=limit)
+    command = [sys.executable, "-m", "lab", "serve", "--dir", site, "--port", "0", "--room", "--data", str(data)]
+    env = None
+    if checkout:
+        command = [sys.executable, "-c", OTHER_CHECKOUT, str(Path(site).resolve()), str(data)]
+        env = {**os.environ, "PYTHONPATH": checkout, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.Popen(command, cwd=checkout or ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
+                            preexec_fn=limit, env=env)
     proc.log = log  # type: ignore[attr-defined]
     assert proc.stdout is not None
     lines, port = [], 0
@@ -358,7 +377,7 @@ async def run(args: argparse.Namespace) -> None:
     snapshot = built["assets"]["snapshot"]
     files = ["/", "/" + built["assets"]["bridge.js"], "/" + built["assets"]["lab.css"], "/favicon.svg"]
     data = Path(tempfile.mkdtemp(prefix="bench-room-attack-")) / "data"
-    proc, port, said = start_server(args.site, data, args.open_files)
+    proc, port, said = start_server(args.site, data, args.open_files, args.checkout)
     tally = Tally()
     setups = swept_setups()
     phases = []
@@ -423,6 +442,8 @@ def main() -> None:
     p.add_argument("--participants", type=int, default=100)
     p.add_argument("--site", default=str(ROOT / "site"), help="the built site to serve")
     p.add_argument("--open-files", type=int, default=1024, help="the server's soft limit of open files (0: as is)")
+    p.add_argument("--checkout", help="serve with the code of this other source tree (a before-and-after), "
+                                      "on --site as it is")
     p.add_argument("--attacker", type=int, choices=sorted(ATTACKS), help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)

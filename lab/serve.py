@@ -133,25 +133,23 @@ def connection_budget(soft: int, hard: int, wanted: int, reserve: int = RESERVED
     return soft, max(1, min(wanted, (soft - reserve) // 2))
 
 
-def _fit_open_files(wanted: int) -> int:
-    """Raise this process's soft limit of open files for `wanted` connections if it can; the connections allowed."""
+def _fit_open_files(wanted: int) -> tuple[int, int, int]:
+    """Raise this process's soft limit of open files for `wanted` connections if it can: (the connections it
+    allows, the soft limit before, after; -1 for no limit)."""
     try:
         import resource
     except ImportError:  # no such limit here
-        return wanted
+        return wanted, -1, -1
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     infinite = resource.RLIM_INFINITY
-    asked, cap = connection_budget(-1 if soft == infinite else soft, -1 if hard == infinite else hard, wanted)
-    if asked != soft and asked >= 0:
+    before = -1 if soft == infinite else soft
+    asked, cap = connection_budget(before, -1 if hard == infinite else hard, wanted)
+    if asked != before:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (asked, hard))
         except (ValueError, OSError):
-            asked, cap = connection_budget(soft, soft, wanted)
-    OPEN_FILES.update(before=soft, after=asked, connections=cap)
-    return cap
-
-
-OPEN_FILES: dict[str, int] = {}  # what the last server made of the open-file limit: before, after, connections
+            asked, cap = connection_budget(before, before, wanted)
+    return cap, before, asked
 
 
 def accepts_gzip(header: str) -> bool:
@@ -482,6 +480,7 @@ class _CappedServer(tornado.httpserver.HTTPServer):
         self._open: dict[str, list[tornado.iostream.IOStream]] = {}  # address -> its connections (some closed)
         self._count = 0  # streams in `_open`, closed ones not yet dropped
         self._paused_said = 0.0  # when the last "out of descriptors" warning was logged
+        self.open_files = (-1, -1)  # the soft limit of open files before and after make_server (-1: no limit)
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple) -> None:
         ip = str(address[0]) if isinstance(address, tuple) and address else ""
@@ -540,7 +539,6 @@ class _CappedServer(tornado.httpserver.HTTPServer):
             removed[0] = True
 
         loop.add_handler(sock, accept, tornado.ioloop.IOLoop.READ)
-        self._reopen = (accept, remove)
         return remove
 
     def _pause(self, sock: socket.socket, loop: Any, removed: list[bool]) -> None:
@@ -573,16 +571,16 @@ def _close(stream: tornado.iostream.IOStream, written: "asyncio.Future[None]") -
     stream.close()
 
 
-def make_server(site: Path, limits: Limits = Limits(),
-                room: "RoomServer | None" = None) -> tornado.httpserver.HTTPServer:
+def make_server(site: Path, limits: Limits = Limits(), room: "RoomServer | None" = None) -> "_CappedServer":
     """The HTTP server for `site` with these limits, and a workshop room if given (add sockets to start it).
 
     Raises the soft limit of open files toward what `limits.max_connections` needs; where it cannot, the server
     takes fewer connections at once (its `max_connections`).
     """
-    return _CappedServer(
+    cap, before, after = _fit_open_files(limits.max_connections)
+    server = _CappedServer(
         _Limited(make_app(site, room, limits), limits),
-        max_connections=_fit_open_files(limits.max_connections),
+        max_connections=cap,
         max_per_address=limits.max_per_address,
         idle_connection_timeout=limits.header_timeout_s,  # Tornado's header timeout is this one too
         body_timeout=limits.header_timeout_s,
@@ -590,6 +588,8 @@ def make_server(site: Path, limits: Limits = Limits(),
         max_body_size=limits.max_body_bytes,
         max_buffer_size=max(1 << 20, limits.max_body_bytes),
     )
+    server.open_files = (before, after)
+    return server
 
 
 def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool = False,
@@ -633,14 +633,13 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
     async def main() -> None:
         server = make_server(site, limits, room)
         server.add_sockets(sockets)
-        files = OPEN_FILES
-        if files.get("connections", limits.max_connections) < limits.max_connections:
-            print(f"open files: this machine allows {files['after']:,}, enough for {files['connections']:,} "
+        before, after = server.open_files
+        if server.max_connections < limits.max_connections:
+            print(f"open files: this machine allows {after:,}, enough for {server.max_connections:,} "
                   f"connections at once (not {limits.max_connections:,}); raise `ulimit -n` for more", flush=True)
-        elif files.get("after", 0) > files.get("before", 0):
-            print(f"open files: raised the limit from {files['before']:,} to {files['after']:,} for "
-                  f"{limits.max_connections:,} connections at once ({limits.max_per_address} from one address)",
-                  flush=True)
+        elif after > before >= 0:
+            print(f"open files: raised the limit from {before:,} to {after:,} for {limits.max_connections:,} "
+                  f"connections at once ({limits.max_per_address} from one address)", flush=True)
         await asyncio.Event().wait()
 
     try:

@@ -443,3 +443,53 @@ def test_a_client_opening_connection_after_connection_is_never_refused(site):
     with running(site, max_connections=6, max_per_address=2) as port:
         statuses = {get(port, "/app.js")[0].status for _ in range(30)}
     assert statuses == {200}
+
+
+STARVED_SERVER = """
+import asyncio, os, socket, sys
+import tornado.netutil
+from pathlib import Path
+from lab.serve import make_server
+async def main():
+    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1", family=socket.AF_INET)
+    server = make_server(Path(sys.argv[1]))
+    server.add_sockets(sockets)
+    held = []
+    try:
+        while True:  # every descriptor taken, as by something else in the process
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    def free():
+        sys.stdin.readline()
+        for fd in held:
+            os.close(fd)
+        print("freed", flush=True)
+    asyncio.get_running_loop().add_reader(sys.stdin, free)
+    print(sockets[0].getsockname()[1], flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+
+def test_when_descriptors_run_out_accepting_waits_instead_of_failing_in_a_loop(site):
+    proc = subprocess.Popen([sys.executable, "-c", STARVED_SERVER, str(site)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=os.path.dirname(os.path.dirname(__file__)),
+                            preexec_fn=lambda: __import__("resource").setrlimit(
+                                __import__("resource").RLIMIT_NOFILE, (256, 256)))
+    try:
+        port = int(proc.stdout.readline())
+        waiting = _connect(port)  # accepted by the kernel; the server has no descriptor to take it with
+        waiting.sendall(b"GET /app.js HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        rejected = [_connect(port) for _ in range(3)]  # more knocking meanwhile
+        proc.stdin.write("free\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "freed\n"
+        assert raw_reply(waiting).startswith(b"HTTP/1.1 200 ")  # taken once descriptors came back
+        for sock in (waiting, *rejected):
+            sock.close()
+    finally:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err and err.count("out of open files") == 1, err[-2000:]
