@@ -164,27 +164,27 @@ class RoomServer:
                 precheck(mission_id, setup, stars)
                 self.prechecked[claim] = None
             except RoomError as exc:
-                self.prechecked[claim] = exc
+                self.prechecked[claim] = _again(exc)  # kept without the frames it was raised in
             if len(self.prechecked) > 16_384:
                 self.prechecked.clear()
         refused = self.prechecked.get(claim)
         if refused is not None:
-            raise refused
+            raise _again(refused)
         known = self.scored.get(key)
         if known is None:
             try:
                 known = await self.scorer.score(address, pid, mission_id, setup)
             except Unchecked as exc:
-                known = exc
+                known = _again(exc)
             except RoomError as exc:
                 if exc.status in (429, 503):
                     raise  # not a property of the setup: the page sends it again later
-                known = exc
+                known = _again(exc)
             if len(self.scored) > 4096:
                 self.scored.clear()
             self.scored[key] = known
         if isinstance(known, RoomError):
-            raise known
+            raise _again(known)
         return known
 
     async def is_participant(self, pid: str, secret: str) -> bool:
@@ -318,6 +318,11 @@ class _Refused(tornado.web.HTTPError):
     def __init__(self, status: int, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(status)
         self.message, self.retry_after_s = message, retry_after_s
+
+
+def _again(exc: RoomError) -> RoomError:
+    """A fresh copy of a remembered refusal: raising the same one again and again would grow its traceback."""
+    return Unchecked(str(exc)) if isinstance(exc, Unchecked) else RoomError(str(exc), exc.status)
 
 
 def hidden_token(uri: str) -> str:
