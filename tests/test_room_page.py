@@ -133,7 +133,7 @@ def test_two_participants_play_and_the_facilitator_sees_both_live_and_opens_miss
 
 def test_a_report_the_room_cannot_store_now_is_sent_again(browser, room):
     """A full disk answers 503: the page keeps its state and sends it again, instead of taking it as refused."""
-    with guarded_context(browser, room) as (context, _, watch):
+    with guarded_context(browser, room) as (context, guard, watch):
         page = watch(context.new_page())
         refused = []
 
@@ -152,3 +152,4 @@ def test_a_report_the_room_cannot_store_now_is_sent_again(browser, room):
         page.wait_for_url(re.compile(re.escape(room["url"]) + r"(#.*)?$"))
         page.wait_for_function(f"({READY}) && document.documentElement.dataset.room === 'sent'", timeout=60_000)
         assert len(refused) == 1  # the first report met the full disk; the same state went again and was stored
+        guard.errors[:] = [e for e in guard.errors if "status of 503" not in e]  # the one 503 made here

@@ -1,12 +1,13 @@
 """The room's scorer: setups scored in worker processes, in turn between addresses, each in a time box, with quotas.
 
-Most tests drive `lab.roomscore.Scorer` from an event loop of their own; the
+Most tests drive `lab.roomscore.Scorer` from an event loop of their own (on a thread of its own); the
 quota tests hold every setup waiting (no worker starts), so what they see does
 not depend on how fast anything runs. Nothing here sleeps or times anything.
 """
 
 import asyncio
 import itertools
+import threading
 
 import pytest
 from test_room import join, report, room_server
@@ -18,6 +19,23 @@ from missions import find_mission
 
 CACHE_ON = find_mission("cache-on")
 TRACE = find_mission("real-traffic")
+
+
+def in_thread(main):
+    """`asyncio.run(main())` on a thread of its own (a browser test may leave a loop running on this one)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test's thread
+            outcome["error"] = exc
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def setup_of(mission, **changes):
@@ -37,7 +55,7 @@ def test_a_setup_is_scored_in_a_worker_as_the_page_scores_it():
             return await scorer.score("127.0.0.2", "ada", "cache-on", replicas(2)), scorer.started
         finally:
             scorer.close()
-    verified, started = asyncio.run(main())
+    verified, started = in_thread(main)
     assert verified == verify("cache-on", replicas(2)) and verified.stars == 3 and started == 1
 
 
@@ -57,7 +75,7 @@ def test_addresses_take_turns_and_one_address_never_runs_two_setups_at_once():
         finally:
             scorer.close()
         return done
-    assert asyncio.run(main()) == [("127.0.0.2", 5), ("127.0.0.3", 8), ("127.0.0.2", 6), ("127.0.0.2", 7)]
+    assert in_thread(main) == [("127.0.0.2", 5), ("127.0.0.3", 8), ("127.0.0.2", 6), ("127.0.0.2", 7)]
 
 
 def test_a_setup_past_its_time_box_is_unchecked_and_its_worker_replaced():
@@ -71,7 +89,7 @@ def test_a_setup_past_its_time_box_is_unchecked_and_its_worker_replaced():
             return scorer.started
         finally:
             scorer.close()
-    assert asyncio.run(main()) == 2  # the first worker was killed with its setup; a new one took the next
+    assert in_thread(main) == 2  # the first worker was killed with its setup; a new one took the next
 
 
 class Held(Scorer):
@@ -100,7 +118,7 @@ def _asking(scorer, asks):
             with pytest.raises(RoomError):
                 await task
         return statuses
-    return asyncio.run(main())
+    return in_thread(main)
 
 
 def test_one_participant_may_have_two_setups_waiting_and_one_address_eight():
@@ -129,7 +147,7 @@ def test_an_address_that_spent_its_worker_seconds_waits_for_them_to_come_back():
             return refused.value, other
         finally:
             scorer.close()
-    refused, other = asyncio.run(main())
+    refused, other = in_thread(main)
     assert refused.status == 429 and refused.retry_after_s > 100  # a thousandth of a second back per second
     assert isinstance(other, Verified)
 
@@ -143,7 +161,7 @@ def test_the_same_setup_asked_twice_at_once_is_scored_once():
             return both, scorer.scored
         finally:
             scorer.close()
-    (a, b), scored = asyncio.run(main())
+    (a, b), scored = in_thread(main)
     assert a == b and scored == 1
 
 
