@@ -38,7 +38,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,6 @@ class _Job:
     setup: str
     future: "asyncio.Future[Verified]"
     loop: asyncio.AbstractEventLoop
-    owners: list[str] = field(default_factory=list)  # participants counted for it (one, or more if shared)
 
 
 class Scorer:
@@ -114,7 +113,6 @@ class Scorer:
                 self._jobs[(mission_id, setup)] = job
                 self._waiting.setdefault(address, deque()).append(job)
                 self._by_address[address] = self._by_address.get(address, 0) + 1
-            job.owners.append(participant)
             self._by_participant[participant] = self._by_participant.get(participant, 0) + 1
             self._start_workers()
             self._lock.notify()
