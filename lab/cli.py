@@ -141,11 +141,26 @@ def _preset(name: str | None, path: str | None) -> Scenario | None:
         raise UsageError(f"--{exc} (see prefix-lab presets)") from None
 
 
+def _bounded(scenario: Scenario) -> Scenario:
+    """The scenario, if one run of it stays within the declared bound (lab/runbound.py); else one line."""
+    from .runbound import check_run
+
+    check_run(scenario)
+    return scenario
+
+
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario))
+    from model import TooManyRequests
+
+    from .runbound import RUN_MAX_REQUESTS, too_large
+
+    scenario = _bounded(load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario)))
     if args.explain is not None:
         return _explain(scenario, args.explain, args.json)
-    result = simulate(scenario)
+    try:  # closed users are counted only as they send: the bound is the run's limit
+        result = simulate(scenario, limit=RUN_MAX_REQUESTS)
+    except TooManyRequests:
+        raise too_large("this setup sends", RUN_MAX_REQUESTS, "lower traffic.users or shorten duration_s") from None
     if args.trace_out:
         from .traces import CommandError, write_trace
         try:
@@ -201,7 +216,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     try:
         replay_keys_only(args.set)
-        for line in replay_output(args, load_scenario(None, args.set), format_summary):
+        for line in replay_output(args, load_scenario(None, args.set), format_summary, _out):
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
@@ -250,7 +265,7 @@ def _locality(args: argparse.Namespace) -> int:
     from model import locality_comparison
 
     base = _preset("kv-locality-note", None)
-    table = locality_comparison(load_scenario(args.scenario, args.set, base=base))
+    table = locality_comparison(_bounded(load_scenario(args.scenario, args.set, base=base)))
     if args.json:
         _out(json.dumps(table, indent=1))
         return 0
@@ -389,7 +404,7 @@ def _score(args: argparse.Namespace) -> int:
     if mission is None:
         from missions import MISSIONS
         raise UsageError(f"--mission {args.mission!r}: no such mission; known: {', '.join(m.id for m in MISSIONS)}")
-    scenario = load_scenario(args.scenario, args.set, base=mission.start)
+    scenario = _bounded(load_scenario(args.scenario, args.set, base=mission.start))
     from .missionsweep import distributions
     from .tracemission import run_mission
     from .traces import CommandError
@@ -477,7 +492,8 @@ def _stall(args: argparse.Namespace) -> int:
 def _split(args: argparse.Namespace) -> int:
     from model import split_compare
 
-    c = split_compare(load_scenario(args.scenario, args.set))
+    scenario = _bounded(load_scenario(args.scenario, args.set))
+    c = split_compare(scenario)
     if args.json:
         _out(json.dumps(c, indent=1))
         return 0
@@ -489,9 +505,15 @@ def _split(args: argparse.Namespace) -> int:
     if c["split"] is not None:
         rows.append((f"split {c['prefill_replicas']} + {c['decode_replicas']}", c["split"]))
     for name, f in rows:
+        if not f["requests"]:
+            _out(f"{name:<18s} no request was served: none fits in a replica's memory with its answer "
+                 f"(fleet.memory_gb={scenario.fleet.memory_gb:g})")
+            continue
         marks = ("yes" if f["meets_ttft"] else "no", "yes" if f["meets_tbt"] else "no")
-        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{f['tbt_slo_met'] * 100:6.1f}% {marks[1]:<3s}"
-             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {f['stall_p99_ms']:11.0f} {f['hit_rate'] * 100:8.1f}%")
+        tbt = "     -" if f["tbt_slo_met"] is None else f"{f['tbt_slo_met'] * 100:6.1f}"
+        stall = "-" if f["stall_p99_ms"] is None else f"{f['stall_p99_ms']:.0f}"
+        _out(f"{name:<18s} {f['ttft_slo_met'] * 100:6.1f}% {marks[0]:<3s}{tbt}% {marks[1]:<3s}"
+             f"{f['ttft_p50_ms']:8.0f} {f['ttft_p99_ms']:9.0f} {stall:>11s} {f['hit_rate'] * 100:8.1f}%")
     _notes(c["notes"])
     return 0
 
@@ -499,7 +521,7 @@ def _split(args: argparse.Namespace) -> int:
 def _queue(args: argparse.Namespace) -> int:
     from model import queue_compare
 
-    q = queue_compare(load_scenario(args.scenario, args.set))
+    q = queue_compare(_bounded(load_scenario(args.scenario, args.set)))
     if args.json:
         _out(json.dumps(q, indent=1))
         return 0
@@ -535,7 +557,7 @@ def _transfer(args: argparse.Namespace) -> int:
 def _money(args: argparse.Namespace) -> int:
     from model import run_money
 
-    m = run_money(load_scenario(args.scenario, args.set))
+    m = run_money(_bounded(load_scenario(args.scenario, args.set)))
     if args.json:
         _out(json.dumps(m, indent=1))
         return 0
@@ -554,7 +576,7 @@ def _money(args: argparse.Namespace) -> int:
 def _fanout(args: argparse.Namespace) -> int:
     from model import RACE, Scenario, fanout_race
 
-    race = fanout_race(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE)))
+    race = fanout_race(_bounded(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE))))
     if args.json:
         _out(json.dumps(race, indent=1))
         return 0
@@ -739,9 +761,14 @@ def _error(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .runbound import RunTooLarge
+
     try:
         args = parser().parse_args(argv)
-        status = args.func(args)
+        try:
+            status = args.func(args)
+        except RunTooLarge as exc:
+            raise UsageError(str(exc)) from None
         try:
             sys.stdout.flush()  # a full disk shows here, when the output goes to a file
         except BrokenPipeError:
@@ -751,6 +778,11 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except UsageError as exc:
         return _error(str(exc))
+    except MemoryError:  # a run within the declared bound on a machine with less memory than it needs
+        from .runbound import RUN_MAX_BYTES
+
+        return _error(f"ran out of memory: this machine cannot hold this run (a run may need up to "
+                      f"{RUN_MAX_BYTES / 1e9:.1f} GB); shorten duration_s or lower the traffic's rate")
     except _OutputError as exc:
         _drop_stdout()
         return _error(f"cannot write the output: {exc}")

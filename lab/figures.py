@@ -644,15 +644,28 @@ def _split_caption(c: Context) -> str:
                 "on as many GPUs.")
     together, apart = d["colocated"], d["split"]
     slo = d["slo"]
+    if not together["requests"] and (apart is None or not apart["requests"]):
+        return ("No request was served, co-located or split: not one prompt and its answer fit in a replica's "
+                f"memory ({c.scenario.fleet.memory_gb:g} GB, fleet.memory_gb). Give the replicas more memory.")
     head = (f"On {d['gpus']} GPUs, a target counts as met when {slo['share']:.0%} of requests are within it (first "
             f"token within {slo['ttft_ms']:,.0f} ms, no gap between tokens over {slo['tbt_ms']:,.0f} ms). Co-located: "
-            f"{together['ttft_slo_met']:.1%} and {together['tbt_slo_met']:.1%}, meeting {_meets(together)}.")
+            f"{_split_shares(together)}.")
     if apart is None:
         return head + " " + " ".join(n[0].upper() + n[1:] + "." for n in d["notes"])
-    return (head + f" Split {d['prefill_replicas']} + {d['decode_replicas']}: {apart['ttft_slo_met']:.1%} and "
-            f"{apart['tbt_slo_met']:.1%}, meeting {_meets(apart)}; its TTFT p99 is {apart['ttft_p99_ms']:,.0f} ms "
-            f"against {together['ttft_p99_ms']:,.0f}, and its longest gaps (p99) {apart['stall_p99_ms']:,.0f} ms "
-            f"against {together['stall_p99_ms']:,.0f}.")
+    tail = f" Split {d['prefill_replicas']} + {d['decode_replicas']}: {_split_shares(apart)}"
+    if together["stall_p99_ms"] is None or apart["stall_p99_ms"] is None:  # one of them served no answer to compare
+        return head + tail + "."
+    return (head + tail + f"; its TTFT p99 is {apart['ttft_p99_ms']:,.0f} ms against {together['ttft_p99_ms']:,.0f}, "
+            f"and its longest gaps (p99) {apart['stall_p99_ms']:,.0f} ms against {together['stall_p99_ms']:,.0f}.")
+
+
+def _split_shares(f: dict[str, Any]) -> str:
+    """One setup's two SLO shares and what they meet, in words (a setup may have served nothing)."""
+    if not f["requests"]:
+        return "no request served, as none fits in a replica's memory"
+    if f["tbt_slo_met"] is None:
+        return f"{f['ttft_slo_met']:.1%} and no answer of two tokens, meeting {_meets(f)}"
+    return f"{f['ttft_slo_met']:.1%} and {f['tbt_slo_met']:.1%}, meeting {_meets(f)}"
 
 
 def _queue(c: Context) -> dict[str, Any] | None:

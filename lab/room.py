@@ -20,12 +20,24 @@ Tables:
 
 What comes from a participant is checked here before it is stored (`read_name`,
 `read_report`): names are text of at most `NAME_MAX` characters without
-control characters; a report names known missions only, with stars 0-3 and
-a setup that parses as a URL state. The stars themselves are checked by
-`verify`, which scores the setup on the mission with the page's own code: a
-report may claim no more stars than its setup earns.
+control characters, with something visible in them (characters that draw
+nothing, as the Hangul filler or the Braille blank, count as spaces), and no
+two participants' names look alike (`name_key`: the same letters in any case
+or width); a report names known missions only, with stars 0-3 and a setup
+that parses as a URL state. The stars themselves are checked in two steps:
+`precheck` turns down, without running anything, a setup that cannot earn
+the stars claimed (it changes a key the mission keeps fixed, or its fleet
+misses a size threshold: `missions.unearnable`); `verify` scores the rest on
+the mission with the page's own code, within the page's budget of requests,
+on the mission's own traffic (a trace mission replays its trace, as the
+page does). A report may claim no more stars than its setup earns.
+
+A disk that fills up, or a database that cannot be written for another
+reason, is a `RoomError` with status 503: nothing was stored, and the page
+sends its whole state again later.
 """
 
+import contextlib
 import csv
 import functools
 import hashlib
@@ -38,21 +50,25 @@ import secrets
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from missions import MISSIONS, find_mission, score
+from missions import MISSIONS, Mission, find_mission, score, unearnable
 
 __all__ = ["NAME_MAX", "REPORT_MAX_BYTES", "SETUP_MAX", "Progress", "Report", "RoomError", "Store", "Verified",
-           "mission_number", "new_secret", "read_name", "read_report", "secret_matches", "verify"]
+           "mission_number", "name_key", "new_secret", "precheck", "read_name", "read_report", "secret_matches",
+           "verify"]
 
 SCHEMA_VERSION = 1
 NAME_MAX = 40  # characters in a display name
 SETUP_MAX = 2000  # characters in a setup's URL state (the page's own memo keeps none longer)
 REPORT_MAX_BYTES = 16_384  # a report's JSON body; twelve missions with long setups fit in a third of it
 _MISSION_IDS = {m.id: n for n, m in enumerate(MISSIONS, 1)}
+# Letters that draw nothing (fillers and blanks the Unicode tables do not call spaces): read as spaces in a name.
+_BLANKS = dict.fromkeys(map(ord, "\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0"), " ")
+_FULL = "database or disk is full"  # SQLite's words for SQLITE_FULL
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS room (
@@ -139,17 +155,22 @@ def new_secret() -> str:
 
 
 def read_name(raw: Any) -> str:
-    """A display name: text, spaces collapsed, 1 to NAME_MAX characters, no control characters."""
+    """A display name: text, spaces collapsed, 1 to NAME_MAX characters, no control characters, something visible."""
     if not isinstance(raw, str):
         raise RoomError("name: give your name as text")
-    name = " ".join(raw.split())
-    if not name:
-        raise RoomError("name: type a name for the room to see")
+    name = " ".join(raw.translate(_BLANKS).split())
     if len(name) > NAME_MAX:
         raise RoomError(f"name: at most {NAME_MAX} characters, please")
     if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in name):
         raise RoomError("name: use letters, digits and punctuation only")
+    if not any(unicodedata.category(c)[0] in "LNPS" for c in name):  # nothing but spaces and accents
+        raise RoomError("name: type a name for the room to see")
     return name
+
+
+def name_key(name: str) -> str:
+    """What two names that look the same have in common: letters folded for case and width, blanks dropped."""
+    return " ".join(unicodedata.normalize("NFKC", name.translate(_BLANKS)).casefold().split())
 
 
 def read_report(data: Any) -> Report:
@@ -160,8 +181,10 @@ def read_report(data: Any) -> Report:
     if not isinstance(seq, int) or isinstance(seq, bool) or not 0 < seq < 2**53:
         raise RoomError("seq: a positive whole number, larger than the last report's")
     current = data.get("current")
+    if current is not None and not isinstance(current, str):
+        raise RoomError("current: the id of the mission shown, or null in free play")
     if current is not None and current not in _MISSION_IDS:
-        raise RoomError(f"current: no mission {str(current)[:40]!r}")
+        raise RoomError(f"current: no mission {current[:40]!r}")
     raw = data.get("missions", {})
     if not isinstance(raw, dict):
         raise RoomError("missions: an object of mission id -> {stars, setup}")
@@ -182,19 +205,74 @@ def read_report(data: Any) -> Report:
     return Report(seq, current, missions)
 
 
-@functools.lru_cache(maxsize=4096)
-def verify(mission_id: str, setup: str) -> Verified:
-    """Score `setup` (a URL state) on the mission with the page's own code; RoomError if it does not parse."""
+def _setup(mission_id: str, setup: str) -> tuple[Mission, Any]:
+    """The mission and the scenario of `setup` (a URL state); RoomError if the page would not write it."""
     from .urlstate import read_hash
-    from .view import run
 
     hashed = read_hash(setup)
     if hashed.notices or set(hashed.page) - {"mission", "unlock"}:
         raise RoomError(f"missions.{mission_id}.setup: not a setup the page writes ({setup[:60]!r})")
     mission = find_mission(mission_id, MISSIONS)
-    assert mission is not None
-    result = run(hashed.scenario)
-    return Verified(score(mission, hashed.scenario, result).stars, len(result.replicas), result.ttft_p99_ms)
+    if mission is None:
+        raise RoomError(f"missions: no mission {mission_id[:40]!r}")
+    return mission, hashed.scenario
+
+
+def precheck(mission_id: str, setup: str, stars: int) -> None:
+    """RoomError (422) if `setup` cannot earn `stars` on the mission, known without running it (and 400 if the
+    page would not write it): what the room refuses before it spends a simulation on a claim."""
+    mission, scenario = _setup(mission_id, setup)
+    reason = unearnable(mission, scenario, stars)
+    if reason is not None:
+        raise RoomError(f"missions.{mission_id}: that setup cannot earn {stars} star(s): {reason}", 422)
+
+
+@functools.lru_cache(maxsize=4096)
+def verify(mission_id: str, setup: str, site: str | None = None) -> Verified:
+    """Score `setup` (a URL state) on the mission with the page's own code, on the mission's traffic.
+
+    Within the page's budget of requests (over it: RoomError 422, as the page itself would not run it). A
+    trace mission replays the slice the built `site` holds (else the traces' folder, lab.tracemission);
+    RoomError 503 if neither has it. RoomError 400 if the setup does not parse.
+    """
+    from model import TooManyRequests
+
+    from .view import budget, run
+
+    mission, scenario = _setup(mission_id, setup)
+    try:
+        result = _traced(mission, scenario, site) if mission.trace else run(scenario)
+    except TooManyRequests as exc:
+        raise RoomError(f"missions.{mission_id}.setup: that setup sends more than {exc.limit:,} requests, more than "
+                        f"the page runs ({budget(scenario):,})", 422) from None
+    return Verified(score(mission, scenario, result).stars, len(result.replicas), result.ttft_p99_ms)
+
+
+def _traced(mission: Mission, scenario: Any, site: str | None) -> Any:
+    """`scenario` replayed on the first `trace_requests` requests of the mission's trace, as the page plays it."""
+    import itertools
+
+    from model import ScenarioError, TraceError, replay
+
+    from .tracemission import mission_lines
+    from .tracepage import mission_file
+    from .traces import CommandError
+
+    shipped = Path(site) / mission_file(mission) if site else None
+    if shipped is not None and shipped.is_file():
+        def lines() -> Any:
+            with open(shipped, "rb") as f:
+                yield from itertools.islice(f, mission.trace_requests)
+    else:
+        try:
+            lines = mission_lines(mission)
+        except CommandError as exc:
+            raise RoomError(f"missions.{mission.id}: the room cannot check this mission's stars: {exc}", 503) from None
+    try:
+        return replay(scenario, lines)
+    except (TraceError, ScenarioError) as exc:
+        raise RoomError(f"missions.{mission.id}.setup: that setup cannot replay the mission's trace: {exc}", 422) \
+            from None
 
 
 def _sha256(text: str) -> str:
@@ -241,12 +319,41 @@ class Store:
     # -- participants ------------------------------------------------------------------------------
 
     def join(self, name: str) -> tuple[str, str]:
-        """A new participant called `name`: their id and secret (only its hash is kept)."""
-        pid, secret, now = secrets.token_urlsafe(9), new_secret(), self.clock()
-        with self.db:
+        """A new participant called `name`: their id and secret (only its hash is kept). RoomError (409) if
+        someone in the room has a name that looks the same."""
+        pid, secret, now, key = secrets.token_urlsafe(9), new_secret(), self.clock(), name_key(name)
+        with self._transaction():
+            for (taken,) in self.db.execute("SELECT name FROM participants"):
+                if name_key(taken) == key:
+                    raise RoomError(f"name: someone in the room is already called {taken}; add an initial or "
+                                    "a surname", 409)
             self.db.execute("INSERT INTO participants (id, secret_sha256, name, joined, seen) VALUES (?, ?, ?, ?, ?)",
                             (pid, _sha256(secret), name, now, now))
         return pid, secret
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction: all of it is stored, or none of it (the connection itself commits every statement).
+
+        A write that the disk or the database refuses becomes a RoomError with status 503.
+        """
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            if _FULL in str(exc):
+                raise RoomError(f"the room's data folder is full ({self.path.parent}): nothing was stored; free some "
+                                "space on the facilitator's machine, and your page sends its progress again", 503) \
+                    from None
+            raise RoomError(f"the room's database cannot be written now ({exc}); your page sends its progress "
+                            "again", 503) from None
 
     def secret_sha256(self, pid: str) -> str | None:
         """The hash of participant `pid`'s secret, or None if there is no such participant."""
@@ -254,9 +361,10 @@ class Store:
         return None if row is None else str(row[0])
 
     def record(self, pid: str, report: Report, verified: Mapping[str, Verified]) -> None:
-        """Store one report of participant `pid` (already checked and verified) in one transaction."""
+        """Store one report of participant `pid` (already checked) in one transaction; a mission's stars count
+        only if `verified` has its setup's score (one the room could not check stays opened, without them)."""
         now = self.clock()
-        with self.db:
+        with self._transaction():
             row = self.db.execute("SELECT seq, current FROM participants WHERE id = ?", (pid,)).fetchone()
             if row is None:
                 raise RoomError("not a participant of this room: join again", 401)
@@ -272,7 +380,7 @@ class Store:
             for mission_id, entry in opened.items():
                 self.db.execute("INSERT INTO progress (participant, mission, stars, opened) VALUES (?, ?, 0, ?) "
                                 "ON CONFLICT DO NOTHING", (pid, mission_id, now))
-                if entry.stars:
+                if entry.stars and mission_id in verified:
                     v = verified[mission_id]
                     self.db.execute(
                         "UPDATE progress SET stars = ?, setup = ?, replicas = ?, p99_ms = ?, "
@@ -295,7 +403,7 @@ class Store:
     def open_for_all(self, mission_id: str) -> dict[str, Any]:
         if mission_id not in _MISSION_IDS:
             raise RoomError(f"mission: no mission {mission_id[:40]!r}")
-        with self.db:
+        with self._transaction():
             self.db.execute("INSERT INTO broadcasts (mission, at) VALUES (?, ?)", (mission_id, self.clock()))
         broadcast = self.broadcast()
         assert broadcast is not None
@@ -312,7 +420,7 @@ class Store:
 
     def clear(self) -> None:
         """Forget everyone and everything; the room gets a new id, so pages of the old one ask to join again."""
-        with self.db:
+        with self._transaction():
             for table in ("progress", "reports", "participants", "broadcasts", "room"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("INSERT INTO room VALUES (?, ?)", (secrets.token_hex(6), self.clock()))

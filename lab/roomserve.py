@@ -36,9 +36,19 @@ only while it waits for a request, never to a response being written, so a
 stream is never cut by them; the heartbeat finds clients that went away and
 keeps Wi-Fi access points and proxies from dropping a quiet connection.
 
-The database runs on one worker thread that owns the connection; the setups
-that claim stars are scored on another (lab.room.verify), so neither stops
-the event loop serving the site.
+The database runs on one worker thread that owns the connection; a database
+that cannot be written (a full disk) is answered 503 with Retry-After, so the
+page sends its state again. The setups that claim stars are first checked
+for what can be known without running them (`lab.room.precheck`), then
+scored in worker processes (lab/roomscore.py: in turn between client
+addresses, each in a time box, with quotas), so neither stops the event loop
+serving the site and no address makes another's report wait behind its own
+setups. Each setup's score is remembered (`scored`), refusals too. A report
+whose setup could not be scored in its time box is stored with that
+mission's stars not counted, and the answer says so (`unchecked`).
+
+Nothing written to the server's log carries the facilitator's token: the
+access log and error lines show `token=[hidden]` (lab/serve.py).
 """
 
 import asyncio
@@ -51,6 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import tornado.iostream
 import tornado.web
@@ -61,13 +72,14 @@ from .room import (
     RoomError,
     Store,
     Verified,
+    precheck,
     read_name,
     read_report,
     secret_matches,
-    verify,
 )
+from .roomscore import ScoreLimits, Scorer, Unchecked
 
-__all__ = ["RoomLimits", "RoomServer", "room_routes"]
+__all__ = ["RoomLimits", "RoomServer", "hidden_token", "room_routes"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 FILES = {"room.js": "text/javascript", "room-join.js": "text/javascript",
@@ -116,10 +128,11 @@ class _Buckets:
 class RoomServer:
     """The room's state in the server: the store (on its own thread), the token, the limits, the open streams."""
 
-    def __init__(self, data: Path, token: str, join_url: str, limits: RoomLimits = RoomLimits()) -> None:
+    def __init__(self, data: Path, token: str, join_url: str, limits: RoomLimits = RoomLimits(),
+                 site: Path | None = None, scoring: ScoreLimits | None = None) -> None:
         self.token, self.join_url, self.limits = token, join_url, limits
         self._db = ThreadPoolExecutor(1, thread_name_prefix="room-db")
-        self._scorer = ThreadPoolExecutor(1, thread_name_prefix="room-score")
+        self.scorer = Scorer(site, scoring or ScoreLimits())  # its workers start with the first setup to score
         self.store = self._db.submit(Store, data).result()  # raises RoomError for an unusable folder
         self.api = _Buckets(limits.api_rate, limits.api_burst)
         self.joins = _Buckets(limits.join_rate, limits.join_burst)
@@ -130,20 +143,49 @@ class RoomServer:
         self._push_due = False
         # Kept in memory, so that a report needs one trip to the database's thread, not three:
         self.secrets: dict[str, str | None] = {}  # participant id -> sha256 of their secret (None: no such one)
-        self.scored: dict[tuple[str, str], Verified] = {}  # (mission id, setup) -> its score
+        # (mission id, setup) -> its score, or why it was refused or left unchecked
+        self.scored: dict[tuple[str, str], Verified | RoomError] = {}
+        self.prechecked: dict[tuple[str, str, int], RoomError | None] = {}  # (mission, setup, stars) -> refusal
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(*args)` on the database's thread."""
         return await asyncio.wrap_future(self._db.submit(fn, *args))
 
-    async def verify(self, mission_id: str, setup: str) -> Verified:
-        """The setup's score on the mission, computed once (on the scorer's thread) and then remembered."""
+    async def verify(self, address: str, pid: str, mission_id: str, setup: str, stars: int) -> Verified:
+        """The setup's score on the mission, computed once (by the scorer) and then remembered, as are refusals.
+
+        Raises RoomError: 400 or 422 for a setup that cannot earn `stars` (turned down before it runs when that
+        shows without running it), `Unchecked` if it could not be scored, 429 or 503 if it cannot be taken now.
+        """
         key = (mission_id, setup)
-        if key not in self.scored:
+        claim = (mission_id, setup, stars)
+        if claim not in self.prechecked:
+            try:
+                precheck(mission_id, setup, stars)
+                self.prechecked[claim] = None
+            except RoomError as exc:
+                self.prechecked[claim] = _again(exc)  # kept without the frames it was raised in
+            if len(self.prechecked) > 16_384:
+                self.prechecked.clear()
+        refused = self.prechecked.get(claim)
+        if refused is not None:
+            raise _again(refused)
+        known = self.scored.get(key)
+        if known is None:
+            try:
+                known = await self.scorer.score(address, pid, mission_id, setup)
+            except Unchecked as exc:
+                known = _again(exc)
+            except RoomError as exc:
+                if exc.status in (429, 503):
+                    raise  # not a property of the setup: the page sends it again later
+                known = _again(exc)
             if len(self.scored) > 4096:
                 self.scored.clear()
-            self.scored[key] = await asyncio.wrap_future(self._scorer.submit(verify, mission_id, setup))
-        return self.scored[key]
+            self.scored[key] = known
+        if isinstance(known, RoomError):
+            raise _again(known)
+        return known
 
     async def is_participant(self, pid: str, secret: str) -> bool:
         if pid not in self.secrets:
@@ -157,9 +199,9 @@ class RoomServer:
         self.secrets.clear()
 
     def close(self) -> None:
+        self.scorer.close()
         self._db.submit(self.store.close).result()
         self._db.shutdown()
-        self._scorer.shutdown()
 
     # -- live updates ------------------------------------------------------------------------------
 
@@ -207,6 +249,8 @@ class _Room(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None))[1]
         message = exc.message if isinstance(exc, _Refused) else self._reason
+        if isinstance(exc, _Refused) and exc.retry_after_s is not None:
+            self.set_header("Retry-After", str(max(1, round(exc.retry_after_s))))
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps({"error": message}))
 
@@ -214,8 +258,16 @@ class _Room(tornado.web.RequestHandler):
         if not isinstance(value, _Refused):  # refusals are no server error
             super().log_exception(typ, value, tb)
 
+    def _request_summary(self) -> str:  # in Tornado's warnings and errors: never the token
+        return f"{self.request.method} {hidden_token(self.request.uri or '')} ({self.request.remote_ip})"
+
     def refuse(self, status: int, message: str) -> "_Refused":
         return _Refused(status, message)
+
+    def refused(self, exc: RoomError) -> "_Refused":
+        """The answer to a RoomError: its status and message, and when to try again for a 429 or 503."""
+        retry = getattr(exc, "retry_after_s", None)
+        return _Refused(exc.status, str(exc), 5.0 if retry is None and exc.status == 503 else retry)
 
     def limit(self, buckets: _Buckets, key: str, what: str) -> None:
         if not buckets.take(key):
@@ -260,11 +312,29 @@ class _Room(tornado.web.RequestHandler):
 
 
 class _Refused(tornado.web.HTTPError):
-    """A request the room will not do; `message` says why, in the JSON answer."""
+    """A request the room will not do; `message` says why, in the JSON answer, and `retry_after_s` when to ask
+    again (a Retry-After header), if it is worth asking again."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(status)
-        self.message = message
+        self.message, self.retry_after_s = message, retry_after_s
+
+
+def _again(exc: RoomError) -> RoomError:
+    """A fresh copy of a remembered refusal: raising the same one again and again would grow its traceback."""
+    return Unchecked(str(exc)) if isinstance(exc, Unchecked) else RoomError(str(exc), exc.status)
+
+
+def hidden_token(uri: str) -> str:
+    """`uri` with the value of every `token` query parameter (however it is spelled) as `[hidden]`."""
+    path, mark, query = uri.partition("?")
+    if not mark:
+        return uri
+    parts = []
+    for part in query.split("&"):
+        name, eq, _ = part.partition("=")
+        parts.append(f"{name}=[hidden]" if eq and unquote(name).strip() == "token" else part)
+    return path + "?" + "&".join(parts)
 
 
 def _bearer(header: str) -> str:
@@ -343,9 +413,9 @@ class Join(_Room):
         data = self.body()
         try:
             name = read_name(data.get("name") if isinstance(data, dict) else None)
+            pid, secret = await self.room.db(self.room.store.join, name)
         except RoomError as exc:
-            raise self.refuse(exc.status, str(exc)) from None
-        pid, secret = await self.room.db(self.room.store.join, name)
+            raise self.refused(exc) from None
         room_id = await self.room.db(self.room.store.room_id)
         self.room.changed()
         self.reply({"id": pid, "secret": secret, "name": name, "room": room_id})
@@ -365,22 +435,28 @@ class Report(_Room):
         self.limit(self.room.reports, pid, "reports")
         try:
             report = read_report(self.body())
-            verified = {}
+            verified, unchecked = {}, {}
             for mission_id, entry in report.missions.items():
                 if entry.stars and entry.setup is not None:
-                    v = verified[mission_id] = await self.room.verify(mission_id, entry.setup)
+                    try:
+                        v = await self.room.verify(self.request.remote_ip or "", pid, mission_id, entry.setup,
+                                                   entry.stars)
+                    except Unchecked as exc:
+                        unchecked[mission_id] = str(exc)
+                        continue
                     if v.stars < entry.stars:
                         raise RoomError(f"missions.{mission_id}: that setup earns {v.stars} star(s), not "
                                         f"{entry.stars}", 422)
+                    verified[mission_id] = v
             await self.room.db(self.room.store.record, pid, report, verified)
         except RoomError as exc:
             if exc.status == 409:
                 self.set_status(409)
                 self.reply({"error": str(exc), "seq": await self.room.db(self.room.store.last_seq, pid)})
                 return
-            raise self.refuse(exc.status, str(exc)) from None
+            raise self.refused(exc) from None
         self.room.changed()
-        self.reply({"seq": report.seq})
+        self.reply({"seq": report.seq, **({"unchecked": unchecked} if unchecked else {})})
 
 
 class _Stream(_Room):
@@ -450,7 +526,7 @@ class OpenForAll(_Room):
         try:
             broadcast = await self.room.db(self.room.store.open_for_all, mission)
         except RoomError as exc:
-            raise self.refuse(exc.status, str(exc)) from None
+            raise self.refused(exc) from None
         self.room.announce(broadcast)
         self.room.changed()
         self.reply(broadcast)
@@ -462,7 +538,10 @@ class Clear(_Room):
         data = self.body()
         if not isinstance(data, dict) or data.get("confirm") != "clear":
             raise self.refuse(400, 'clearing the room needs {"confirm": "clear"}')
-        await self.room.clear()
+        try:
+            await self.room.clear()
+        except RoomError as exc:
+            raise self.refused(exc) from None
         self.room.announce(None)
         self.room.changed()
         self.reply({"cleared": True})

@@ -20,12 +20,29 @@ only, `'unsafe-eval'` because BokehJS compiles each widget's CustomJS with
 inline scripts (recorded in build.json by the build), and `frame-ancestors
 'none'` except on embed.html, which articles frame. No `Server` header.
 
-Workshop limits (`Limits`): a request's headers must arrive within
-`header_timeout_s`, which is also how long an idle keep-alive connection is
-kept; at most `max_connections` connections at once (more are answered 503
-and closed); a URL over `max_url_bytes` is answered 414, headers over
-`max_header_bytes` 431. A response being written (a file, or a stream of
-server-sent events) is never cut by these timeouts.
+Workshop limits (`Limits`), so that no one client can take the server from
+the others: a request's headers must arrive within `header_timeout_s`, which
+is also how long an idle keep-alive connection is kept; a file being sent
+must make progress (its next 64 KiB taken by the reader) within
+`write_timeout_s`, or the connection is closed (a stream of server-sent
+events is not a file: the room's heartbeat finds its dead readers); at most
+`max_connections` connections at once and `max_per_address` from one client
+address (more are answered 503 and closed at once); a URL over
+`max_url_bytes` is answered 414, headers over `max_header_bytes` 431, a body
+over `max_body_bytes` 413 (what was sent is read and dropped, up to a few
+MiB, so the client reads the answer instead of a reset) and a chunked body
+411 (the lab takes only bodies of a stated length).
+
+Open files: a file response holds two descriptors (its socket and the file),
+so the connection cap must fit the process's limit of open files. The server
+raises its soft limit as far as the hard limit allows toward what
+`max_connections` needs; if that is not enough, it serves fewer connections
+at once (`connection_budget`) and says so. Should descriptors run out
+anyway, accepting pauses for a moment instead of failing in a loop.
+
+Each file's digest (its ETag) is worked out once per version of the file
+(its inode, size and modification time), not on every request: the builds
+swap in as whole new folders, so that is once per build.
 
 With `room_data` (`prefix-lab serve --room`), the workshop room's routes
 (lab/roomserve.py) go before the site's, under /room/; the site's files are
@@ -33,17 +50,22 @@ served exactly as without it.
 """
 
 import asyncio
+import errno
 import json
+import logging
 import mimetypes
 import os
 import socket
 import stat
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tornado.httpserver
 import tornado.httputil
+import tornado.ioloop
 import tornado.iostream
 import tornado.netutil
 import tornado.web
@@ -54,8 +76,8 @@ from .build import build_site, site_is_current
 if TYPE_CHECKING:
     from .roomserve import RoomServer
 
-__all__ = ["Limits", "ServeError", "SiteHandler", "accepts_gzip", "content_security_policy", "make_app",
-           "make_server", "serve"]
+__all__ = ["Limits", "ServeError", "SiteHandler", "accepts_gzip", "connection_budget", "content_security_policy",
+           "make_app", "make_server", "serve"]
 
 TYPES = {
     ".wasm": "application/wasm",
@@ -86,9 +108,48 @@ class Limits:
     """
 
     header_timeout_s: float = 10.0  # for a request's headers to arrive; also how long an idle connection stays
-    max_connections: int = 700  # open at once; more are answered 503 and closed
+    write_timeout_s: float = 10.0  # for a reader to take the next 64 KiB of a file; longer, and it is cut off
+    max_connections: int = 700  # open at once; more are answered 503 and closed (fewer if open files run short)
+    max_per_address: int = 48  # open at once from one client address: eight browsers behind one router
     max_url_bytes: int = 8_192  # longer request targets get 414
     max_header_bytes: int = 16_384  # longer header sections get 431 (Tornado drops anything over 64 KiB unread)
+    max_body_bytes: int = 1 << 20  # longer request bodies get 413 (the room's reports are at most 16 KiB)
+
+
+RESERVED_FILES = 64  # descriptors kept for the server itself: its sockets, the room's database, the scorers' pipes
+
+
+def connection_budget(soft: int, hard: int, wanted: int, reserve: int = RESERVED_FILES) -> tuple[int, int]:
+    """(the soft limit of open files to ask for, the connections it allows) for `wanted` connections.
+
+    Each connection may hold two descriptors (a socket and the file it sends); `reserve` are the server's own.
+    The soft limit goes up toward what is needed as far as `hard` allows (-1: no limit), never down.
+    """
+    need = 2 * wanted + reserve
+    if soft < 0:
+        return soft, wanted
+    if soft < need:
+        soft = need if hard < 0 else max(soft, min(need, hard))
+    return soft, max(1, min(wanted, (soft - reserve) // 2))
+
+
+def _fit_open_files(wanted: int) -> tuple[int, int, int]:
+    """Raise this process's soft limit of open files for `wanted` connections if it can: (the connections it
+    allows, the soft limit before, after; -1 for no limit)."""
+    try:
+        import resource
+    except ImportError:  # no such limit here
+        return wanted, -1, -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    infinite = resource.RLIM_INFINITY
+    before = -1 if soft == infinite else soft
+    asked, cap = connection_budget(before, -1 if hard == infinite else hard, wanted)
+    if asked != before:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (asked, hard))
+        except (ValueError, OSError):
+            asked, cap = connection_budget(before, before, wanted)
+    return cap, before, asked
 
 
 def accepts_gzip(header: str) -> bool:
@@ -134,9 +195,14 @@ def content_security_policy(script_hashes: list[str], framed: bool) -> str:
 class _Site:
     """The served folder, looked up per request, and the inline-script hashes of its current build."""
 
-    def __init__(self, path: Path) -> None:
+    DIGESTS_KEPT = 4096  # files' digests remembered (a build has a few hundred files)
+
+    def __init__(self, path: Path, limits: Limits) -> None:
         self.path = os.path.abspath(path)
+        self.limits = limits
         self._hashes: tuple[tuple[str, int], dict[str, list[str]]] | None = None  # (build.json's key, hashes)
+        # (path, inode, size, mtime) -> the file's digest: one per version of a file, so one per build
+        self.digests: OrderedDict[tuple[str, int, int, int], str | None] = OrderedDict()
 
     def root(self) -> str:
         return os.path.realpath(self.path)
@@ -170,6 +236,43 @@ class SiteHandler(tornado.web.StaticFileHandler):
         self.set_header("Referrer-Policy", "no-referrer")
         self.set_header("Content-Security-Policy", content_security_policy([], framed=False))
 
+    def compute_etag(self) -> str | None:
+        """The file's digest as Tornado would give it, worked out once per version of the file."""
+        path = self.absolute_path
+        assert path is not None
+        st = self._stat()
+        key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+        digests = self.site.digests
+        if key in digests:
+            digests.move_to_end(key)
+        else:
+            try:
+                digests[key] = self.get_content_version(path)
+            except (OSError, ValueError):  # gone, or too large to digest (Tornado's own bound)
+                digests[key] = None
+            while len(digests) > self.site.DIGESTS_KEPT:
+                digests.popitem(last=False)
+        digest = digests[key]
+        return f'"{digest}"' if digest else None
+
+    def flush(self, include_footers: bool = False) -> "asyncio.Future[None]":
+        """Send what is written (now, in order); a reader that takes none of it within `write_timeout_s` is cut
+        off, which frees its connection and the file it held."""
+        sent = super().flush(include_footers)
+        sent.add_done_callback(_quiet)
+        waiting = asyncio.ensure_future(self._taken(sent))
+        waiting.add_done_callback(_quiet)
+        return waiting
+
+    async def _taken(self, sent: "asyncio.Future[None]") -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(sent), self.site.limits.write_timeout_s)
+        except TimeoutError:
+            stream = getattr(self.request.connection, "stream", None)
+            if stream is not None:
+                stream.close()
+            raise tornado.iostream.StreamClosedError() from None
+
     def parse_url_path(self, url_path: str) -> str:
         if "\x00" in url_path:
             raise tornado.web.HTTPError(400, "a NUL byte in the path")
@@ -182,8 +285,11 @@ class SiteHandler(tornado.web.StaticFileHandler):
         if path is None:
             return None
         real_root = os.path.join(os.path.realpath(root), "")
-        if not os.path.realpath(path).startswith(real_root):  # Tornado before 6.6 follows symlinks anywhere
+        real = os.path.realpath(path)
+        if not real.startswith(real_root):  # Tornado before 6.6 follows symlinks anywhere
             raise tornado.web.HTTPError(403)
+        if _hidden(real, real_root):  # a symlink to a dot-file or into a dot-folder
+            raise tornado.web.HTTPError(404)
         twin = self._gzip_twin(path, real_root)
         if twin is not None:
             self._plain_path = path
@@ -200,8 +306,9 @@ class SiteHandler(tornado.web.StaticFileHandler):
             twin_stat, plain_stat = os.stat(twin), os.stat(path)
         except OSError:
             return None
+        real = os.path.realpath(twin)
         if (not stat.S_ISREG(twin_stat.st_mode) or twin_stat.st_mtime_ns < plain_stat.st_mtime_ns
-                or not os.path.realpath(twin).startswith(real_root)):
+                or not real.startswith(real_root) or _hidden(real, real_root)):
             return None
         return twin
 
@@ -229,22 +336,49 @@ class SiteHandler(tornado.web.StaticFileHandler):
                 self.set_header("X-Frame-Options", "DENY")
 
 
-def make_app(site: Path, room: "RoomServer | None" = None) -> tornado.web.Application:
+def _hidden(real: str, real_root: str) -> bool:
+    """Whether a real path inside the real root has a part that starts with a dot."""
+    return any(part.startswith(".") for part in real[len(real_root):].split(os.sep))
+
+
+def _quiet(future: "asyncio.Future[None]") -> None:
+    """Take a write's outcome, so that a reader gone away is not logged as an error no one retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def make_app(site: Path, room: "RoomServer | None" = None, limits: Limits = Limits()) -> tornado.web.Application:
     """The site's files; with a room (`prefix-lab serve --room`), its routes under /room/ first."""
     from .roomserve import room_routes
 
     rooms = room_routes(room) if room is not None else []
     return tornado.web.Application(
-        [*rooms, (r"/(.*)", SiteHandler, {"site": _Site(site), "default_filename": "index.html"})],
+        [*rooms, (r"/(.*)", SiteHandler, {"site": _Site(site, limits), "default_filename": "index.html"})],
         compress_response=False,  # the .gz twins are already compressed
         static_hash_cache=False,
+        log_function=_log_request,
     )
 
 
-class _Refusal(tornado.httputil.HTTPMessageDelegate):
-    """Answers 414 or 431 instead of handing an over-long request to the application."""
+def _log_request(handler: tornado.web.RequestHandler) -> None:
+    """Tornado's access log line, with the value of any `token` parameter hidden (the facilitator's is secret)."""
+    from tornado.log import access_log
 
-    REASONS = {414: "URI Too Long", 431: "Request Header Fields Too Large"}
+    from .roomserve import hidden_token
+
+    status = handler.get_status()
+    log = access_log.info if status < 400 else access_log.warning if status < 500 else access_log.error
+    request = handler.request
+    log("%d %s %s (%s) %.2fms", status, request.method, hidden_token(request.uri or ""), request.remote_ip,
+        1000.0 * request.request_time())
+
+
+class _Refusal(tornado.httputil.HTTPMessageDelegate):
+    """Answers 411, 413, 414 or 431 instead of handing an over-long request to the application."""
+
+    REASONS = {411: "Length Required", 413: "Content Too Large", 414: "URI Too Long",
+               431: "Request Header Fields Too Large"}
+    SAYS = {411: "send the body with a Content-Length", 413: "the body is too large"}
 
     def __init__(self, inner: tornado.httputil.HTTPMessageDelegate, conn: tornado.httputil.HTTPConnection,
                  limits: Limits) -> None:
@@ -252,20 +386,34 @@ class _Refusal(tornado.httputil.HTTPMessageDelegate):
         self.refused = False
 
     def headers_received(self, start_line: Any, headers: tornado.httputil.HTTPHeaders) -> Any:
-        status = None
+        status, declared = None, 0
         if len(getattr(start_line, "path", "")) > self.limits.max_url_bytes:
             status = 414
         elif sum(len(k) + len(v) + 4 for k, v in headers.get_all()) > self.limits.max_header_bytes:
             status = 431
+        elif "chunked" in headers.get("Transfer-Encoding", "").lower():
+            status = 411
+        else:
+            length = headers.get("Content-Length", "0").strip()
+            declared = int(length) if length.isdigit() and len(length) < 20 else 0  # Tornado refuses the rest
+            if declared > self.limits.max_body_bytes:
+                status = 413
         if status is None:
             return self.inner.headers_received(start_line, headers)
         self.refused = True
-        body = f"{status} {self.REASONS[status]}\n".encode()
+        body = f"{status} {self.REASONS[status]}: {self.SAYS.get(status, 'too long')}\n".encode()
+        head = tornado.httputil.HTTPHeaders({"Content-Type": "text/plain; charset=utf-8",
+                                             "Content-Length": str(len(body))})
+        if status in (411, 413):  # a body may be on its way: answer, read what was sent, then close
+            head["Connection"] = "close"
+            stream = self.conn.detach()  # type: ignore[attr-defined]
+            reply = tornado.httputil.ResponseStartLine("HTTP/1.1", status, self.REASONS[status])
+            lines = [f"{reply.version} {reply.code} {reply.reason}"] + [f"{k}: {v}" for k, v in head.get_all()]
+            asyncio.ensure_future(_answer_and_drain(stream, ("\r\n".join(lines) + "\r\n\r\n").encode() + body,
+                                                    declared or LINGER_BYTES, self.limits.header_timeout_s))
+            return None
         self.conn.write_headers(
-            tornado.httputil.ResponseStartLine("HTTP/1.1", status, self.REASONS[status]),
-            tornado.httputil.HTTPHeaders({"Content-Type": "text/plain; charset=utf-8",
-                                          "Content-Length": str(len(body))}),
-            body)
+            tornado.httputil.ResponseStartLine("HTTP/1.1", status, self.REASONS[status]), head, body)
         self.conn.finish()
         return None
 
@@ -281,8 +429,28 @@ class _Refusal(tornado.httputil.HTTPMessageDelegate):
             self.inner.on_connection_close()
 
 
+LINGER_BYTES = 8 << 20  # of a refused body, read and dropped before closing (beyond that, the client gets a reset)
+
+
+async def _answer_and_drain(stream: tornado.iostream.IOStream, reply: bytes, declared: int, timeout_s: float) -> None:
+    """Write `reply`, then read and drop up to `declared` bytes (at most LINGER_BYTES) within `timeout_s`, then
+    close: closing with unread bytes would make the client's kernel drop the answer for a reset."""
+    deadline = time.monotonic() + timeout_s
+    left = min(declared, LINGER_BYTES)
+    try:
+        await stream.write(reply)
+        while left > 0:
+            chunk = await asyncio.wait_for(stream.read_bytes(min(left, 65536), partial=True),
+                                           max(0.0, deadline - time.monotonic()))
+            left -= len(chunk)
+    except (tornado.iostream.StreamClosedError, TimeoutError, OSError):
+        pass
+    finally:
+        stream.close()
+
+
 class _Limited(tornado.httputil.HTTPServerConnectionDelegate):
-    """The application behind the URL and header size checks."""
+    """The application behind the URL, header and body size checks."""
 
     def __init__(self, app: tornado.web.Application, limits: Limits) -> None:
         self.app, self.limits = app, limits
@@ -296,23 +464,105 @@ class _Limited(tornado.httputil.HTTPServerConnectionDelegate):
 
 BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 24\r\n"
         b"Retry-After: 5\r\nConnection: close\r\n\r\ntoo many connections now\n")
+_OUT_OF = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)  # accept() failing for want of resources
+PAUSE_S = 0.25  # accepting waits this long when descriptors have run out
+log = logging.getLogger("tornado.general")
 
 
 class _CappedServer(tornado.httpserver.HTTPServer):
-    """An HTTPServer that answers 503 and closes a connection beyond `max_connections`."""
+    """An HTTPServer that answers 503 and closes a connection beyond `max_connections`, or beyond
+    `max_per_address` from its client's address; and pauses accepting when descriptors run out."""
 
-    def initialize(self, *args: Any, max_connections: int = 700, **kwargs: Any) -> None:
+    def initialize(self, *args: Any, max_connections: int = 700, max_per_address: int = 48,
+                   **kwargs: Any) -> None:
         super().initialize(*args, **kwargs)
-        self.max_connections = max_connections
-        self._streams: list[tornado.iostream.IOStream] = []
+        self.max_connections, self.max_per_address = max_connections, max_per_address
+        self._open: dict[str, list[tornado.iostream.IOStream]] = {}  # address -> its connections (some closed)
+        self._count = 0  # streams in `_open`, closed ones not yet dropped
+        self._paused_said = 0.0  # when the last "out of descriptors" warning was logged
+        self.open_files = (-1, -1)  # the soft limit of open files before and after make_server (-1: no limit)
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple) -> None:
-        self._streams = [s for s in self._streams if not s.closed()]
-        if len(self._streams) >= self.max_connections:
-            stream.write(BUSY).add_done_callback(lambda written: _close(stream, written))
+        ip = str(address[0]) if isinstance(address, tuple) and address else ""
+        if len(self._open.get(ip, ())) >= self.max_per_address:  # the closed are dropped only when a cap is reached
+            self._drop_closed(ip)
+        if self._count >= self.max_connections:
+            for other in list(self._open):
+                self._drop_closed(other)
+        mine = self._open.setdefault(ip, [])
+        if len(mine) >= self.max_per_address or self._count >= self.max_connections:
+            _refuse(stream)
             return
-        self._streams.append(stream)
+        mine.append(stream)
+        self._count += 1
         super().handle_stream(stream, address)
+
+    def _drop_closed(self, ip: str) -> None:
+        streams = self._open.get(ip, [])
+        alive = [s for s in streams if not s.closed()]
+        self._count -= len(streams) - len(alive)
+        if alive:
+            self._open[ip] = alive
+        else:
+            self._open.pop(ip, None)
+
+    def add_sockets(self, sockets: Any) -> None:
+        """Tornado's, with an accept handler that waits a moment when descriptors run out instead of failing."""
+        for sock in sockets:
+            self._sockets[sock.fileno()] = sock
+            self._handlers[sock.fileno()] = self._accepting(sock)
+
+    def _accepting(self, sock: socket.socket) -> Any:
+        loop = tornado.ioloop.IOLoop.current()
+        removed = [False]
+
+        def accept(fd: Any, events: int) -> None:
+            for _ in range(128):  # as Tornado: a bounded batch, so that other work is not starved
+                if removed[0]:
+                    return
+                try:
+                    connection, address = sock.accept()
+                except BlockingIOError:
+                    return
+                except ConnectionAbortedError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in _OUT_OF:
+                        raise
+                    self._pause(sock, loop, removed)
+                    return
+                self._handle_connection(connection, address)
+
+        def remove() -> None:
+            if not removed[0]:
+                loop.remove_handler(sock)
+            removed[0] = True
+
+        loop.add_handler(sock, accept, tornado.ioloop.IOLoop.READ)
+        return remove
+
+    def _pause(self, sock: socket.socket, loop: Any, removed: list[bool]) -> None:
+        """No descriptor left to accept with: stop listening for PAUSE_S (a warning at most once a minute)."""
+        now = time.monotonic()
+        if now - self._paused_said > 60:
+            self._paused_said = now
+            log.warning("out of open files: not accepting connections for a moment (%d open)", self._count)
+        loop.remove_handler(sock)
+
+        def resume() -> None:
+            if not removed[0] and sock.fileno() in self._handlers:
+                self._handlers[sock.fileno()] = self._accepting(sock)
+        loop.call_later(PAUSE_S, resume)
+
+
+def _refuse(stream: tornado.iostream.IOStream) -> None:
+    """Answer 503 and close; at once when the answer went out whole (it nearly always does)."""
+    written = stream.write(BUSY)
+    if not stream.writing():
+        written.add_done_callback(_quiet)
+        stream.close()
+    else:
+        written.add_done_callback(lambda done: _close(stream, done))
 
 
 def _close(stream: tornado.iostream.IOStream, written: "asyncio.Future[None]") -> None:
@@ -321,18 +571,25 @@ def _close(stream: tornado.iostream.IOStream, written: "asyncio.Future[None]") -
     stream.close()
 
 
-def make_server(site: Path, limits: Limits = Limits(),
-                room: "RoomServer | None" = None) -> tornado.httpserver.HTTPServer:
-    """The HTTP server for `site` with these limits, and a workshop room if given (add sockets to start it)."""
-    return _CappedServer(
-        _Limited(make_app(site, room), limits),
-        max_connections=limits.max_connections,
+def make_server(site: Path, limits: Limits = Limits(), room: "RoomServer | None" = None) -> "_CappedServer":
+    """The HTTP server for `site` with these limits, and a workshop room if given (add sockets to start it).
+
+    Raises the soft limit of open files toward what `limits.max_connections` needs; where it cannot, the server
+    takes fewer connections at once (its `max_connections`).
+    """
+    cap, before, after = _fit_open_files(limits.max_connections)
+    server = _CappedServer(
+        _Limited(make_app(site, room, limits), limits),
+        max_connections=cap,
+        max_per_address=limits.max_per_address,
         idle_connection_timeout=limits.header_timeout_s,  # Tornado's header timeout is this one too
         body_timeout=limits.header_timeout_s,
         max_header_size=65_536,
-        max_body_size=1 << 20,  # the site takes no request bodies; small ones may come with the workshop room
-        max_buffer_size=1 << 20,
+        max_body_size=limits.max_body_bytes,
+        max_buffer_size=max(1 << 20, limits.max_body_bytes),
     )
+    server.open_files = (before, after)
+    return server
 
 
 def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool = False,
@@ -355,7 +612,7 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
             build_site(site)
         bound = sockets[0].getsockname()[1]
         if room_data is not None:
-            room = _open_room(room_data, host, bound)
+            room = _open_room(room_data, host, bound, site)
     except BaseException:
         for sock in sockets:
             sock.close()
@@ -376,6 +633,13 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
     async def main() -> None:
         server = make_server(site, limits, room)
         server.add_sockets(sockets)
+        before, after = server.open_files
+        if server.max_connections < limits.max_connections:
+            print(f"open files: this machine allows {after:,}, enough for {server.max_connections:,} "
+                  f"connections at once (not {limits.max_connections:,}); raise `ulimit -n` for more", flush=True)
+        elif after > before >= 0:
+            print(f"open files: raised the limit from {before:,} to {after:,} for {limits.max_connections:,} "
+                  f"connections at once ({limits.max_per_address} from one address)", flush=True)
         await asyncio.Event().wait()
 
     try:
@@ -387,7 +651,7 @@ def serve(site: Path, host: str = "127.0.0.1", port: int = 8000, rebuild: bool =
             room.close()
 
 
-def _open_room(data: Path, host: str, port: int) -> "RoomServer":
+def _open_room(data: Path, host: str, port: int, site: Path | None = None) -> "RoomServer":
     """The room on `data`, with a new facilitator token; its join address uses this machine's address on the
     room's network when listening on every address."""
     import secrets
@@ -398,7 +662,7 @@ def _open_room(data: Path, host: str, port: int) -> "RoomServer":
     address = _lan_address() if host in ("0.0.0.0", "", "::") else host
     shown = f"[{address}]" if ":" in address else address
     try:
-        return RoomServer(data, secrets.token_urlsafe(18), f"http://{shown}:{port}/room/join")
+        return RoomServer(data, secrets.token_urlsafe(18), f"http://{shown}:{port}/room/join", site=site)
     except RoomError as exc:
         raise ServeError(str(exc)) from None
 

@@ -173,7 +173,7 @@ def run_point(scenario: dict[str, Any], traffic: Traffic | None = None, trace: b
     else:
         chunks = _slices(trace) if trace is not None else _file_chunks(traffic.path)
         result = simulate(replay_scenario(s, traffic.info, traffic.speedup),
-                          read_trace(chunks, traffic.block_tokens, traffic.speedup))
+                          read_trace(chunks, traffic.block_tokens, traffic.speedup), keep_records=False)
     return _row(s, result)
 
 
@@ -288,6 +288,11 @@ def sweep_output(args: argparse.Namespace, load: Callable[[], Scenario]) -> Iter
     base = load()
     scenarios = points(base, grid)
     traffic = None if args.traffic is None else _checked_traffic(args, scenarios)
+    if traffic is None:  # each point within what one run may cost, before any runs (lab/runbound.py)
+        from .runbound import check_run
+
+        for s in scenarios:
+            check_run(s, "a point of the grid sends")
 
     live = not args.quiet and args.scheduler is None and sys.stderr.isatty()
 
@@ -342,11 +347,16 @@ def sweep_output(args: argparse.Namespace, load: Callable[[], Scenario]) -> Iter
 
 def _checked_traffic(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> Traffic:
     """The trace checked once, here: a bad line is one error, not one per worker."""
+    from .runbound import RunTooLarge, check_replay
+
     path = args.traffic
     try:
         info = scan_trace(open_trace(path)(), args.block_tokens)
         for s in scenarios:
             replay_scenario(s, info, args.speedup)
+            check_replay(s, info, streamed=not s.fleet.decode)
+    except RunTooLarge as exc:
+        raise CommandError(f"{path}: {exc}") from None
     except TraceError as exc:
         raise CommandError(trace_problem(path, exc)) from None
     except ScenarioError as exc:

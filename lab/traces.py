@@ -2,8 +2,10 @@
 
 The model reads and writes trace lines (`model.read_trace`, `model.trace_lines`);
 this module opens the files. A trace file is read in chunks of `CHUNK_BYTES`,
-twice (once to check it, once to replay it), so a trace of any length runs in
-the memory of one line plus the run's own records. A bad line ends the
+twice (once to check it, once to replay it), and a lab-mode replay keeps no
+record (each is written out as it is measured, if asked for), so a trace of
+any length runs in the memory of one line plus a few numbers a request, up to
+the declared bound (lab/runbound.py). A bad line ends the
 command with one line naming the file, the line number and what is wrong.
 
 As the build and the server do, this module leaves the CLI alone: it raises
@@ -14,10 +16,11 @@ output as lines, which `lab.cli` prints.
 import argparse
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from model import BLOCK_TOKENS, Result, Scenario, ScenarioError, TraceError, generate, replay, trace_lines
+
+RequestRecord = Any  # model.metrics.RequestRecord: a request's figures, as `prefix-lab replay --requests` writes them
 
 __all__ = ["CHUNK_BYTES", "CommandError", "add_replay_verb", "add_trace_options", "open_trace", "positive_int",
            "replay_file", "replay_keys_only", "replay_output", "trace_problem", "write_trace"]
@@ -59,15 +62,49 @@ def trace_problem(path: str, exc: Exception) -> str:
     return f"{path} {exc}" if isinstance(exc, TraceError) and exc.line else f"{path}: {exc}"
 
 
-def replay_file(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0) -> Result:
-    """Replay the trace at `path` on `scenario`; CommandError naming the file and line if it is bad."""
+def replay_file(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0,
+                on_record: Callable[[RequestRecord], None] | None = None) -> Result:
+    """Replay the trace at `path` on `scenario`; CommandError naming the file and line if it is bad, or if the
+    replay would pass the declared bound (lab/runbound.py).
+
+    In lab mode the replay streams: it keeps no records (`Result.records` is empty), each one going to
+    `on_record` as it is measured; in serving mode they are kept, and handed to `on_record` at the end.
+    """
+    from .runbound import RunTooLarge, check_replay
+
+    streamed = not scenario.fleet.decode
     chunks = open_trace(path)
+    sink = None if on_record is None else _Sink(on_record)
     try:
-        return replay(scenario, chunks, block_tokens, speedup)
+        return replay(scenario, chunks, block_tokens, speedup, keep_records=not streamed, on_record=sink,
+                      admit=lambda info: check_replay(scenario, info, streamed))
     except (TraceError, ScenarioError) as exc:
         raise CommandError(trace_problem(path, exc)) from None
+    except RunTooLarge as exc:
+        raise CommandError(f"{path}: {exc}") from None
     except OSError as exc:  # the file went away between the two passes
         raise CommandError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    except _SinkError as exc:  # where the records go failed (a full disk, a closed pipe): as it is
+        raise exc.error from None
+
+
+class _SinkError(Exception):
+    """A record's destination failed; `error` is what it raised (kept apart from errors reading the trace)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Sink:
+    def __init__(self, write: Callable[[RequestRecord], None]) -> None:
+        self.write = write
+
+    def __call__(self, rec: RequestRecord) -> None:
+        try:
+            self.write(rec)
+        except OSError as exc:
+            raise _SinkError(exc) from None
 
 
 def write_trace(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS) -> int:
@@ -83,17 +120,23 @@ def write_trace(scenario: Scenario, path: str, block_tokens: int = BLOCK_TOKENS)
     return count
 
 
-def replay_output(args: argparse.Namespace, scenario: Scenario, summary: Callable[[Result], str]) -> Iterator[str]:
-    """Replay `args.trace` on `scenario`; the lines `prefix-lab replay` prints (a summary, JSON or records)."""
-    result = replay_file(scenario, args.trace, args.block_tokens, args.speedup)
-    records = (json.dumps(rec.to_dict()) for rec in result.records)
+def replay_output(args: argparse.Namespace, scenario: Scenario, summary: Callable[[Result], str],
+                  emit: Callable[[str], None]) -> Iterator[str]:
+    """Replay `args.trace` on `scenario`; the lines `prefix-lab replay` prints (a summary or JSON). With
+    `--requests`, each request's record goes out as it is measured: to `emit` for `-`, else to that file."""
     if args.requests == "-":
-        yield from records
+        result = replay_file(scenario, args.trace, args.block_tokens, args.speedup,
+                             lambda rec: emit(json.dumps(rec.to_dict())))
     elif args.requests:
         try:
-            Path(args.requests).write_text("".join(line + "\n" for line in records), encoding="utf-8")
+            with open(args.requests, "w", encoding="utf-8") as out:
+                def write(rec: RequestRecord) -> None:
+                    out.write(json.dumps(rec.to_dict()) + "\n")
+                result = replay_file(scenario, args.trace, args.block_tokens, args.speedup, write)
         except OSError as exc:
             raise CommandError(f"cannot write {args.requests}: {exc.strerror or exc}") from None
+    else:
+        result = replay_file(scenario, args.trace, args.block_tokens, args.speedup)
     if args.json:
         data = result.to_dict()
         data["trace"] = {"file": args.trace, "block_tokens": args.block_tokens, "speedup": args.speedup}

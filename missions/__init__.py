@@ -10,9 +10,19 @@ Standard library and `model` only.
 
 from .catalog import MISSIONS, check_catalog, find_mission, unlocked
 from .grid import Block
-from .scoring import FIGURES, Mission, Prediction, Threshold, Verdict, changed_fixed_keys, figures, score
+from .scoring import (
+    FIGURES,
+    Mission,
+    Prediction,
+    Threshold,
+    Verdict,
+    changed_fixed_keys,
+    figures,
+    score,
+    unearnable,
+)
 from .sweep import BEATS_RULE, beats, beats_rule, distribution, grid_keys, measure, truth_of
 
 __all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "beats", "beats_rule",
            "changed_fixed_keys", "check_catalog", "distribution", "figures", "find_mission", "grid_keys", "measure",
-           "score", "truth_of", "unlocked"]
+           "score", "truth_of", "unearnable", "unlocked"]

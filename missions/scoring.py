@@ -27,7 +27,7 @@ from model import Result, Scenario
 
 from .grid import Block, setups
 
-__all__ = ["BETTER", "Mission", "Prediction", "Threshold", "Verdict", "figures", "score"]
+__all__ = ["BETTER", "Mission", "Prediction", "Threshold", "Verdict", "figures", "score", "setup_figures", "unearnable"]
 
 FIGURES = {  # figure -> (label, how to show a value)
     "hit_rate": ("hit rate", lambda v: f"{v * 100:.1f}%"),
@@ -52,17 +52,26 @@ BETTER = {  # figure -> 1 if more is better, -1 if less is
 }
 
 
+def setup_figures(scenario: Scenario) -> dict[str, float]:
+    """The figures a setup fixes before it runs: the fleet's size (`replicas`, `memory_gb` per replica,
+    `fleet_memory_gb` in all, `gpus`: a split fleet's prefill and decode replicas)."""
+    fleet = scenario.fleet
+    return {"replicas": fleet.replicas, "memory_gb": fleet.memory_gb,
+            "fleet_memory_gb": fleet.replicas * fleet.memory_gb, "gpus": scenario.gpus}
+
+
 def figures(scenario: Scenario, result: Result) -> dict[str, float]:
     """What thresholds can be set on: the result's headline and the fleet's size."""
     data = {key: getattr(result, key) for key in
             ("hit_rate", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms", "throughput_rps",
              "router_overestimate")}
-    data["replicas"] = scenario.fleet.replicas
-    data["memory_gb"] = scenario.fleet.memory_gb
-    data["fleet_memory_gb"] = scenario.fleet.replicas * scenario.fleet.memory_gb
+    setup = setup_figures(scenario)
+    data["replicas"] = setup["replicas"]
+    data["memory_gb"] = setup["memory_gb"]
+    data["fleet_memory_gb"] = setup["fleet_memory_gb"]
     data["ttft_slo_met"] = result.ttft_slo_met or 0.0  # None in lab mode: no target met
     data["tbt_slo_met"] = result.tbt_slo_met or 0.0
-    data["gpus"] = scenario.gpus  # a split fleet's prefill and decode replicas
+    data["gpus"] = setup["gpus"]
     return data
 
 
@@ -176,6 +185,23 @@ def changed_fixed_keys(mission: Mission, scenario: Scenario) -> list[str]:
     """Keys the setup changed that the mission keeps fixed."""
     start, now = mission.start.to_text(), scenario.to_text()
     return [key for key in start if key not in mission.controls and start[key] != now[key]]
+
+
+def unearnable(mission: Mission, scenario: Scenario, stars: int) -> str | None:
+    """Why `scenario` cannot earn `stars` on `mission`, read off the setup alone (nothing is run), or None.
+
+    `score` gives `stars` only if no fixed key changed and every threshold up to that level holds; those on
+    `setup_figures` are known before the run, so a setup that misses one of them can be turned down at once.
+    """
+    fixed = changed_fixed_keys(mission, scenario)
+    if fixed:
+        return f"it changes {', '.join(fixed)}, which this mission keeps as it was, so it earns no star"
+    needed = (*mission.goal, *(mission.two_stars if stars >= 2 else ()), *(mission.three_stars if stars >= 3 else ()))
+    known = setup_figures(scenario)
+    for t in needed:
+        if t.figure in known and not t.holds(known):
+            return f"{stars} star(s) need {t.text()}; it has {FIGURES[t.figure][1](known[t.figure])}"
+    return None
 
 
 def score(mission: Mission, scenario: Scenario, result: Result) -> Verdict:

@@ -69,6 +69,7 @@ from .presets import NAMED, scenario_of
 from .queueorder import queue_compare, queue_figures
 from .radix import RadixTree
 from .replica import Replica
+from .requests import sent_at_most
 from .rng import stream
 from .roofline import intensity, roofline_of
 from .routers import ROUTERS, View
@@ -96,7 +97,7 @@ __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
     "Request", "Result", "Routing", "Run", "Scenario", "ScenarioError", "ServingRun", "TooManyRequests", "View", "build",
     "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
-    "stream", "traffic_key",
+    "stream", "traffic_key", "sent_at_most",
     # named scenarios shipped with the project, and the KV-locality note's comparison run on one
     "NAMED", "kv_room_gb", "locality_comparison", "scenario_of",
     # a request source: traces

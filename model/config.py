@@ -748,6 +748,11 @@ def _check(s: Scenario) -> None:
                                 f"prompt and its longest answer ({first} tokens); raise it or shorten "
                                 "traffic.prefix_tokens")
     f = s.fleet
+    most = spec_of("fleet.replicas").hi
+    if f.prefill_replicas and f.decode_replicas and f.prefill_replicas + f.decode_replicas > most:  # type: ignore[operator]
+        raise ScenarioError(f"fleet.decode_replicas: {f.prefill_replicas} prefill and {f.decode_replicas} decode "
+                            f"replicas make {f.prefill_replicas + f.decode_replicas} GPUs, more than the lab's "
+                            f"{_num_text(most)}; use fewer")  # type: ignore[arg-type]
     if f.decode and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")

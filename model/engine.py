@@ -12,7 +12,8 @@ series sample at a bin edge. Requests arriving in the window are all served;
 the run goes on past `duration_s` until the last queue drains.
 """
 
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from heapq import heappush
 from operator import attrgetter
 from typing import NamedTuple
@@ -23,7 +24,7 @@ from .dispatch import Dispatcher, held_elsewhere
 from .explainers import fetch_plan, fleet_link
 from .hardware import Profile, profile_of
 from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .metrics import BINS, RequestRecord, Result, Series, headline, per_bin, percentile, ratio
+from .metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
 from .replica import Replica, Served
 from .serving_run import ServingRun
 from .traffic import Request, generate
@@ -34,7 +35,8 @@ _REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival or
 
 
 def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
-             force: dict[int, int] | None = None) -> Result:
+             force: dict[int, int] | None = None, keep_records: bool = True,
+             on_record: Callable[[RequestRecord], None] | None = None) -> Result:
     """Simulate `scenario` from its seed; same scenario, same result, to the bit.
 
     `requests` come from a request source, in arrival order; by default the
@@ -44,10 +46,20 @@ def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limi
     (a trace read as a stream): a run takes the next request only when the
     one before it arrives. `force` overrides the router's choice for some
     requests (request id -> replica), for counterfactuals.
+
+    Each request's record goes to `on_record`, in arrival order. With
+    `keep_records=False` a lab-mode run measures each request as it is served
+    and keeps no record (`Result.records` is empty), so its memory does not
+    grow with the run's length; every figure is the same. Serving mode keeps
+    its records either way (its measures read them all).
     """
     if scenario.fleet.decode:
-        return ServingRun(scenario, requests, limit, force).finish()
-    return Run(scenario, requests, limit, force).finish()
+        result = ServingRun(scenario, requests, limit, force).finish()
+        if on_record is not None:
+            for rec in result.records:
+                on_record(rec)
+        return result
+    return Run(scenario, requests, limit, force, keep_records, on_record).finish()
 
 
 class Run:
@@ -58,10 +70,11 @@ class Run:
     """
 
     __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
-                 "backlog", "in_use", "cached", "evicted", "arrived", "_source", "_stream", "agents", "link")
+                 "backlog", "in_use", "cached", "evicted", "arrived", "_source", "_stream", "agents", "link", "_tally")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
-                 force: dict[int, int] | None = None) -> None:
+                 force: dict[int, int] | None = None, keep_records: bool = True,
+                 on_record: Callable[[RequestRecord], None] | None = None) -> None:
         fleet = scenario.fleet
         self.scenario = scenario
         self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
@@ -92,8 +105,11 @@ class Run:
         self.dispatch = Dispatcher(scenario, force)
         self.notes += self.dispatch.notes
         self.loop = EventLoop()
-        self.served: list[Served] = []
+        self.served: list[Served] = []  # every served request, if it keeps them (else measured as served)
         self.bin_s = scenario.duration_s / BINS
+        # a run that keeps its records measures them at the end; one that streams, as each is served
+        self._tally = None if keep_records and on_record is None else \
+            _Tally(scenario, fleet.replicas, self.bin_s, self.profile, keep_records, on_record)
         self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
         self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
         self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
@@ -113,8 +129,12 @@ class Run:
     def finish(self) -> Result:
         """Run every event left and measure the run."""
         self.loop.run()
+        kv = (self.in_use, self.cached, self.evicted)
+        if self._tally is not None:
+            return self._tally.result(self.arrived, self.replicas, self.backlog, self.profile, self.notes, kv,
+                                      self.dispatch.overestimate())
         return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
-                        self.profile, self.notes, (self.in_use, self.cached, self.evicted), self.dispatch.overestimate())
+                        self.profile, self.notes, kv, self.dispatch.overestimate())
 
     def _start(self, replica: Replica) -> None:
         loop = self.loop
@@ -127,7 +147,10 @@ class Run:
         served = replica.finish()
         if self._stream:  # no one else keeps a stream's requests: keep what is measured, not the prompt
             served.request = served.request._replace(keys=(), sizes=())
-        self.served.append(served)
+        if self._tally is not None:
+            self._tally.add(served)
+        else:
+            self.served.append(served)
         if self.agents is not None:  # lab mode: the first token and the whole answer come when prefill ends
             self.agents.first_token(served.request)
             self.agents.answered(served.request)
@@ -172,22 +195,59 @@ class Run:
 def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: list[Replica],
              backlog: list[list[float]], bin_s: float, profile: Profile, notes: tuple[str, ...],
              kv: tuple[list[list[int]], list[list[int]], list[list[int]]], overestimate: float) -> Result:
-    if len(served) != arrived:
-        raise RuntimeError(f"served {len(served)} of {arrived} requests")
+    """Measure a finished run from all its served requests (kept, as most runs do), in arrival order."""
     served.sort(key=_REQUEST_ID)
-    tokens_per_s = profile.prefill_tokens_per_s()
-    records = []
-    makespan = 0.0
-    fetched, fetch_s = 0, 0.0
-    duration = scenario.duration_s
-    offered_n = recomputed_sum = 0  # requests sent inside the window; tokens recomputed that a peer held
-    last = BINS - 1
-    bins = _Bins([[] for _ in range(BINS)], [0] * BINS, [0] * BINS)  # the series' per-bin inputs, gathered here
-    bin_ttfts, bin_cached, bin_prompt = bins
-    rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
-    record = tuple.__new__  # RequestRecord(...) without its Python-level __new__ (all sixteen fields given)
-    # Once per request: min() and max() as comparisons (no call), the same values.
+    tally = _Tally(scenario, len(replicas), bin_s, profile, keep=True)
     for s in served:
+        tally.take(s)
+    return tally.result(arrived, replicas, backlog, profile, notes, kv, overestimate)
+
+
+class _Tally:
+    """What a lab-mode run measures, gathered one served request at a time in arrival order.
+
+    A run that keeps its requests sorts them and hands them over at the end (`_measure`); a run that
+    streams (`Run(keep_records=False)`, a long trace) hands each over as it is served (`add`), which
+    holds the ones served before an earlier request until that one is (`_early`), and keeps no record:
+    each is given to `on_record` and dropped. Either way every sum and list below sees the same values
+    in the same order, so the two give equal results.
+    """
+
+    __slots__ = ("scenario", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
+                 "rounded", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
+                 "_next")
+
+    def __init__(self, scenario: Scenario, n_replicas: int, bin_s: float, profile: Profile, keep: bool,
+                 on_record: Callable[[RequestRecord], None] | None = None) -> None:
+        self.scenario, self.bin_s, self.keep, self.on_record = scenario, bin_s, keep, on_record
+        self.tokens_per_s = profile.prefill_tokens_per_s()
+        self.records: list[RequestRecord] = []  # kept only if `keep`
+        self.headline = Headline(n_replicas)
+        # the series' per-bin inputs: TTFTs (ms), cached and prompt tokens
+        self.bins = _Bins([array("d") for _ in range(BINS)], [0] * BINS, [0] * BINS)
+        self.busy = [[0.0] * BINS for _ in range(n_replicas)]  # [replica][bin]: busy seconds
+        self.rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
+        self.makespan = self.fetch_s = 0.0
+        self.fetched = self.offered_n = self.recomputed_sum = 0  # sent inside the window; recomputed that a peer held
+        self.taken = 0  # requests measured
+        self._early: dict[int, Served] = {}  # request id -> served before an earlier request was
+        self._next = 0  # the request id to measure next
+
+    def add(self, s: Served) -> None:
+        """Measure `s` now if every earlier request has been, else once they have."""
+        rid = s.request.id
+        if rid != self._next:
+            self._early[rid] = s
+            return
+        self.take(s)
+        self._next += 1
+        early = self._early
+        while early and self._next in early:
+            self.take(early.pop(self._next))
+            self._next += 1
+
+    def take(self, s: Served) -> None:
+        """Measure one served request, the next in arrival order."""
         r = s.request
         prompt = r.prompt_tokens
         cached = s.cached_tokens
@@ -197,93 +257,111 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
         recomputed = missing if missing < elsewhere else elsewhere
         if recomputed < 0:
             recomputed = 0
-        recomputed_sum += recomputed
-        fetched += got
-        fetch_s += s.fetch_s
+        self.recomputed_sum += recomputed
+        self.fetched += got
+        self.fetch_s += s.fetch_s
         arrival = round(r.arrival_s, 6)
-        if arrival < duration:
-            offered_n += 1
+        if arrival < self.scenario.duration_s:
+            self.offered_n += 1
         start = s.start_s
         queue_s = start - r.arrival_s
         prefill_s = s.prefill_s
+        rounded = self.rounded
         prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
         if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
+            if len(rounded) > 65_536:  # a stream of many sizes: start again (the values are the same)
+                rounded.clear()
             prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
         if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
             queue_ms, ttft_ms = 0.0, prefill_ms
         else:
             queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
-        records.append(record(RequestRecord, (
+        record: RequestRecord = tuple.__new__(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
             arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None)))
+            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
+        if self.keep:
+            self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        self.headline.add(record)
+        bin_s = self.bin_s
         k = int(arrival / bin_s)
-        if k > last:
-            k = last
-        bin_ttfts[k].append(ttft_ms)
-        bin_cached[k] += cached
-        bin_prompt[k] += prompt
+        if k > BINS - 1:
+            k = BINS - 1
+        bins = self.bins
+        bins.ttfts[k].append(ttft_ms)
+        bins.cached[k] += cached
+        bins.prompt[k] += prompt
         end = start + prefill_s
-        if end > makespan:
-            makespan = end
-
-    horizon = max(duration, makespan)
-    offered = round(offered_n / duration, 6)
-    recompute_s = recomputed_sum / tokens_per_s
-    busy = [rep.busy_s for rep in replicas]
-    return Result(
-        scenario=scenario,
-        **headline(records, busy, busy, horizon),
-        makespan_s=round(makespan, 6),
-        prefill_gpu_s=round(sum(busy), 6),
-        recompute_gpu_s=round(recompute_s, 6),
-        router_overestimate=overestimate,
-        series=_series(bins, served, len(replicas), backlog, bin_s, kv),
-        records=tuple(records),
-        offered_rps=offered,
-        configured_rps=offered,  # lab mode sends on the open-loop schedule
-        hardware=profile.preset,
-        kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
-        notes=notes,
-        fetched_tokens=fetched,
-        fetch_s=round(fetch_s, 6),
-    )
-
-
-class _Bins(NamedTuple):
-    """Per bin of arrival time: its requests' TTFTs (ms), and their cached and prompt tokens."""
-
-    ttfts: list[list[float]]
-    cached: list[int]
-    prompt: list[int]
-
-
-def _series(bins: _Bins, served: list[Served], n_replicas: int,
-            backlog: list[list[float]], bin_s: float, kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
-    hit: list[float | None] = []
-    p50: list[float | None] = []
-    p99: list[float | None] = []
-    for ttfts, cached, prompt in zip(*bins):
-        if not ttfts:
-            hit.append(None)
-            p50.append(None)
-            p99.append(None)
-            continue
-        ttfts.sort()
-        hit.append(ratio(cached, prompt))
-        p50.append(percentile(ttfts, 50))
-        p99.append(percentile(ttfts, 99))
-
-    busy = [[0.0] * BINS for _ in range(n_replicas)]
-    for s in served:  # spread each prefill's busy time over the bins it covers (min and max as comparisons)
-        a = s.start_s
-        b = a + s.prefill_s
-        row = busy[s.replica]
+        if end > self.makespan:
+            self.makespan = end
+        # spread the prefill's busy time over the bins it covers (min and max as comparisons)
+        a, b = start, end
+        row = self.busy[s.replica]
         stop = int(b / bin_s) + 1
         for k in range(int(a / bin_s), stop if stop < BINS else BINS):
             hi, lo = (k + 1) * bin_s, k * bin_s
             overlap = (b if b < hi else hi) - (a if a > lo else lo)
             if overlap > 0:
                 row[k] += overlap
+        self.taken += 1
+
+    def result(self, arrived: int, replicas: list[Replica], backlog: list[list[float]], profile: Profile,
+               notes: tuple[str, ...], kv: tuple[list[list[int]], list[list[int]], list[list[int]]],
+               overestimate: float) -> Result:
+        """The run's Result, once every request is served."""
+        for rid in sorted(self._early):  # ids with gaps in them: the rest, in order
+            self.take(self._early.pop(rid))
+        if self.taken != arrived:
+            raise RuntimeError(f"served {self.taken} of {arrived} requests")
+        scenario = self.scenario
+        duration = scenario.duration_s
+        horizon = max(duration, self.makespan)
+        offered = round(self.offered_n / duration, 6)
+        recompute_s = self.recomputed_sum / self.tokens_per_s
+        busy = [rep.busy_s for rep in replicas]
+        return Result(
+            scenario=scenario,
+            **self.headline.figures(busy, busy, horizon),
+            makespan_s=round(self.makespan, 6),
+            prefill_gpu_s=round(sum(busy), 6),
+            recompute_gpu_s=round(recompute_s, 6),
+            router_overestimate=overestimate,
+            series=_series(self.bins, self.busy, backlog, self.bin_s, kv),
+            records=tuple(self.records),
+            offered_rps=offered,
+            configured_rps=offered,  # lab mode sends on the open-loop schedule
+            hardware=profile.preset,
+            kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
+            notes=notes,
+            fetched_tokens=self.fetched,
+            fetch_s=round(self.fetch_s, 6),
+        )
+
+
+class _Bins(NamedTuple):
+    """Per bin of arrival time: its requests' TTFTs (ms), and their cached and prompt tokens."""
+
+    ttfts: list[array]
+    cached: list[int]
+    prompt: list[int]
+
+
+def _series(bins: _Bins, busy: list[list[float]], backlog: list[list[float]], bin_s: float,
+            kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
+    hit: list[float | None] = []
+    p50: list[float | None] = []
+    p99: list[float | None] = []
+    for values, cached, prompt in zip(*bins):
+        if not values:
+            hit.append(None)
+            p50.append(None)
+            p99.append(None)
+            continue
+        ttfts = sorted(values)
+        hit.append(ratio(cached, prompt))
+        p50.append(percentile(ttfts, 50))
+        p99.append(percentile(ttfts, 99))
 
     return Series(
         bin_s=round(bin_s, 6),

@@ -40,12 +40,13 @@ Figures are rounded once, here (milliseconds to 0.001, rates to 1e-6), so
 every consumer (CLI, page, tests) sees the same numbers.
 """
 
+from array import array
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .config import Scenario
 
-__all__ = ["BINS", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
+__all__ = ["BINS", "Headline", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
            "ratio", "slo_shares"]
 
 BINS = 60  # time series resolution over the arrival window
@@ -187,6 +188,49 @@ class Result:
         }
 
 
+class Headline:
+    """The headline figures gathered one record at a time (`add`), then worked out (`figures`).
+
+    It keeps each request's TTFT (8 bytes, for exact percentiles) and a few sums per replica, not the
+    records: a run that streams its records (a long trace) measures the same way in little memory.
+    """
+
+    __slots__ = ("requests", "cached", "prompt", "ttfts", "continuing", "found")
+
+    def __init__(self, n_replicas: int) -> None:
+        self.requests, self.cached, self.prompt = [0] * n_replicas, [0] * n_replicas, [0] * n_replicas
+        self.ttfts = array("d")
+        self.continuing = self.found = 0
+
+    def add(self, rec: RequestRecord) -> None:
+        i, got, whole = rec.replica, rec.cached_tokens, rec.prompt_tokens
+        self.requests[i] += 1
+        self.cached[i] += got
+        self.prompt[i] += whole
+        self.ttfts.append(rec.ttft_ms)
+        if rec.turn > 0 and rec.user_tokens >= 0:
+            self.continuing += 1
+            self.found += got >= whole - rec.user_tokens
+
+    def figures(self, busy_s: list[float], prefill_s: list[float], horizon: float) -> dict[str, Any]:
+        """See `headline`."""
+        ttfts = sorted(self.ttfts)
+        cached, prompt, requests, n = self.cached, self.prompt, self.requests, len(busy_s)
+        return {
+            "requests": len(ttfts),
+            "hit_rate": ratio(sum(cached), sum(prompt)),
+            "request_hit_rate": ratio(self.found, self.continuing) if self.continuing else None,
+            "ttft_p50_ms": percentile(ttfts, 50),
+            "ttft_p95_ms": percentile(ttfts, 95),
+            "ttft_p99_ms": percentile(ttfts, 99),
+            "ttft_mean_ms": round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
+            "throughput_rps": round(len(ttfts) / horizon, 6),
+            "replicas": tuple(ReplicaStats(index=i, requests=requests[i], hit_rate=ratio(cached[i], prompt[i]),
+                                           utilisation=ratio(busy_s[i], horizon), prefill_gpu_s=round(prefill_s[i], 6))
+                              for i in range(n)),
+        }
+
+
 def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[float],
              horizon: float) -> dict[str, Any]:
     """What every mode measures the same way from its records: counts, hit rate, TTFT, throughput, per replica.
@@ -194,33 +238,10 @@ def headline(records: list[RequestRecord], busy_s: list[float], prefill_s: list[
     `busy_s` and `prefill_s` are each replica's busy seconds and prefill GPU-seconds; `horizon` is
     the longer of the arrival window and the makespan. Keys are `Result` field names.
     """
-    n = len(busy_s)
-    requests, cached, prompt = [0] * n, [0] * n, [0] * n
-    ttfts = []
-    continuing = found = 0
+    gathered = Headline(len(busy_s))
     for rec in records:  # one pass (a run has thousands)
-        i, got, whole = rec.replica, rec.cached_tokens, rec.prompt_tokens
-        requests[i] += 1
-        cached[i] += got
-        prompt[i] += whole
-        ttfts.append(rec.ttft_ms)
-        if rec.turn > 0 and rec.user_tokens >= 0:
-            continuing += 1
-            found += got >= whole - rec.user_tokens
-    ttfts.sort()
-    return {
-        "requests": len(records),
-        "hit_rate": ratio(sum(cached), sum(prompt)),
-        "request_hit_rate": ratio(found, continuing) if continuing else None,
-        "ttft_p50_ms": percentile(ttfts, 50),
-        "ttft_p95_ms": percentile(ttfts, 95),
-        "ttft_p99_ms": percentile(ttfts, 99),
-        "ttft_mean_ms": round(sum(ttfts) / len(ttfts), 3) if ttfts else 0.0,
-        "throughput_rps": round(len(records) / horizon, 6),
-        "replicas": tuple(ReplicaStats(index=i, requests=requests[i], hit_rate=ratio(cached[i], prompt[i]),
-                                       utilisation=ratio(busy_s[i], horizon), prefill_gpu_s=round(prefill_s[i], 6))
-                          for i in range(n)),
-    }
+        gathered.add(rec)
+    return gathered.figures(busy_s, prefill_s, horizon)
 
 
 def slo_shares(records: "list[RequestRecord]", ttft_ms: float, tbt_ms: float) -> tuple[float, float | None]:

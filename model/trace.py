@@ -23,12 +23,15 @@ a system prompt; the conversation trace's first block is the same in every
 request).
 
 Lines are checked one by one as they are read; the first bad one raises
-`TraceError` naming its line number and what is wrong. Input comes as
+`TraceError` naming its line number and what is wrong. Numbers are bounded
+(`MAX_TIMESTAMP_MS`, `MAX_INPUT_TOKENS`, `MAX_OUTPUT_TOKENS`), so that no
+line of any length of digits reaches the model's arithmetic. Input comes as
 chunks of bytes or text of any size (a file read in pieces, or a browser's
 file slices); memory holds one line at a time, at most `MAX_LINE_BYTES`.
 
 Replaying (`replay(scenario, open_trace)`) reads the trace twice, as a
-stream each time: once to check every line and learn its span (the run's
+stream each time (and, with `keep_records=False`, measures each request as it
+is served instead of keeping its record): once to check every line and learn its span (the run's
 `duration_s`, which the time series need before the first request is
 routed), then to simulate, the run taking each request as the one before it
 arrives. So a bad line stops the replay before any simulation, and memory
@@ -55,14 +58,17 @@ from typing import Any
 
 from .config import Scenario, ScenarioError, spec_of
 from .engine import simulate
-from .metrics import Result
+from .metrics import RequestRecord, Result
 from .traffic import Request
 
-__all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "TraceReuse", "read_trace",
+__all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_INPUT_TOKENS", "MAX_LINE_BYTES", "MAX_OUTPUT_TOKENS", "MAX_TIMESTAMP_MS", "TraceError", "TraceInfo", "TraceReuse", "read_trace",
            "replay", "replay_scenario", "scan_trace", "trace_lines", "trace_reuse"]
 
 BLOCK_TOKENS = 512  # the public Mooncake traces' block size
 MAX_LINE_BYTES = 1 << 20  # longest line read, newline excluded (characters, when given text): 1 MiB
+MAX_TIMESTAMP_MS = 2**53  # the largest timestamp a float holds to the millisecond (285,000 years)
+MAX_INPUT_TOKENS = 100_000_000  # the most tokens a prompt may have (a full line of ids at 512 tokens each: ~100M)
+MAX_OUTPUT_TOKENS = 1_000_000  # the most tokens an answer may have (every model's context is shorter)
 AFFINITY_TOKENS = 1024  # affinity routers hash the prefix up to the block covering this many tokens
 UNKNOWN = -1  # a record's session, turn, system prompt and user tokens: a trace does not say
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -198,8 +204,15 @@ def replay_scenario(scenario: Scenario, info: TraceInfo, speedup: float = 1.0) -
 
 
 def replay(scenario: Scenario, open_trace: Callable[[], Iterable[bytes] | Iterable[str]],
-           block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0, progress: Phase | None = None) -> Result:
-    """Check the trace, then simulate its requests on `scenario`'s fleet; TraceError at a bad line."""
+           block_tokens: int = BLOCK_TOKENS, speedup: float = 1.0, progress: Phase | None = None,
+           keep_records: bool = True, on_record: Callable[[RequestRecord], None] | None = None,
+           admit: Callable[[TraceInfo], None] | None = None) -> Result:
+    """Check the trace, then simulate its requests on `scenario`'s fleet; TraceError at a bad line.
+
+    `admit` hears what the check found before anything runs (raising there stops the replay);
+    `keep_records` and `on_record` are `simulate`'s: without records kept, a lab-mode replay's memory
+    does not grow with the trace, and every figure is the same.
+    """
     checking = replaying = None
     if progress is not None:
         def checking(n: int, read: int) -> None:
@@ -209,7 +222,10 @@ def replay(scenario: Scenario, open_trace: Callable[[], Iterable[bytes] | Iterab
             progress("replaying", n, read)
     info = scan_trace(open_trace(), block_tokens, checking)
     run_scenario = replay_scenario(scenario, info, speedup)
-    return simulate(run_scenario, read_trace(open_trace(), block_tokens, speedup, replaying))
+    if admit is not None:
+        admit(info)
+    return simulate(run_scenario, read_trace(open_trace(), block_tokens, speedup, replaying),
+                    keep_records=keep_records, on_record=on_record)
 
 
 # -- writing -----------------------------------------------------------------
@@ -343,14 +359,20 @@ def _fields(number: int, text: Any, block_tokens: int) -> tuple[float, int, int,
         if name not in obj:
             raise TraceError(number, f"missing field {name!r}; every line needs {', '.join(FIELDS)}")
     ms, prompt, output, ids = obj["timestamp"], obj["input_length"], obj["output_length"], obj["hash_ids"]
-    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not math.isfinite(ms):
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or (isinstance(ms, float) and not math.isfinite(ms)):
         raise TraceError(number, f"timestamp is {_show(ms)}, not a number of milliseconds")
     if ms < 0:
         raise TraceError(number, f"timestamp {_show(ms)} is negative; use milliseconds from 0 on")
+    if ms > MAX_TIMESTAMP_MS:
+        raise TraceError(number, f"timestamp {_show(ms)} is too large; use milliseconds up to 2^53")
     if not _whole(prompt) or prompt < 1:
         raise TraceError(number, f"input_length is {_show(prompt)}; use a whole number of tokens, 1 or more")
+    if prompt > MAX_INPUT_TOKENS:
+        raise TraceError(number, f"input_length {_show(prompt)} is more than {MAX_INPUT_TOKENS:,} tokens")
     if not _whole(output) or output < 0:
         raise TraceError(number, f"output_length is {_show(output)}; use a whole number of tokens, 0 or more")
+    if output > MAX_OUTPUT_TOKENS:
+        raise TraceError(number, f"output_length {_show(output)} is more than {MAX_OUTPUT_TOKENS:,} tokens")
     if not isinstance(ids, list):
         raise TraceError(number, f"hash_ids is {_show(ids)}; use a list of block ids")
     if not ids:

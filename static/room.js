@@ -7,7 +7,8 @@
 // at most every half second; each report is whole, so one that is lost is made good by the
 // next. It also shows the mission the facilitator opened for everyone, which the player may
 // open or dismiss. document.documentElement.dataset.room says where it stands: "joined" (the
-// room knows this browser), "sent" (the last report was stored), "retrying", or "left".
+// room knows this browser), "sent" (the last report was stored), "retrying" (the server was away,
+// busy, or could not store it: the same state goes again), or "left".
 
 const KEY = "prefix-lab:room";
 const base = new URL("room/", document.baseURI);
@@ -161,6 +162,7 @@ async function send() {
     const response = await api("report", { method: "POST", body: JSON.stringify({ seq: member.seq, ...latest }) });
     const answer = await response.json().catch(() => ({}));
     if (response.ok) {
+      if (answer.unchecked) console.info("prefix-lab room: stars the room could not check:", answer.unchecked);
       lastSent = body;
       retryMs = 1000;
       root.dataset.room = "sent";
@@ -171,8 +173,11 @@ async function send() {
     } else if (response.status === 401) {
       leave("The room no longer knows this browser (the facilitator may have cleared it).");
       return;
-    } else if (response.status === 429) {
-      wait = 1000 * Number(response.headers.get("Retry-After") || 1);
+    } else if (response.status === 429 || response.status >= 500) {
+      // busy, or the room cannot store it now (its disk is full): nothing was stored, so the same state again
+      wait = 1000 * Number(response.headers.get("Retry-After") || 0) || retryMs;
+      retryMs = Math.min(retryMs * 2, 30_000);
+      root.dataset.room = "retrying";
     } else {  // refused as it is: say so in the console and do not repeat it
       console.warn("prefix-lab room: report refused:", answer.error ?? response.status);
       lastSent = body;

@@ -113,9 +113,12 @@ FILES = st.one_of(
 )
 
 
-def _quick_simulate(scenario):
+SMALL_BOUND = 5_000  # the run bound while fuzzing: a hostile duration is counted only this far (the fuzz is input)
+
+
+def _quick_simulate(scenario, **options):
     """The real simulation over at most 5 seconds of traffic: the fuzz is about input, not speed."""
-    return simulate(replace(scenario, duration_s=min(scenario.duration_s, 5.0)))
+    return simulate(replace(scenario, duration_s=min(scenario.duration_s, 5.0)), **options)
 
 
 @settings(max_examples=120, derandomize=True, deadline=None)
@@ -124,7 +127,7 @@ def test_fuzz_scenario_files_never_make_a_traceback(tmp_path_factory, content, v
     path = tmp_path_factory.mktemp("fuzz") / "scenario.json"
     path.write_bytes(content)
     argv = ["run", str(path), "--json"] if verb == "run" else ["score", "--mission", "cache-on", str(path)]
-    with mock.patch("lab.cli.simulate", _quick_simulate):
+    with mock.patch("lab.cli.simulate", _quick_simulate), mock.patch("lab.runbound.RUN_MAX_REQUESTS", SMALL_BOUND):
         status, _, err = run_main(argv)
     assert_one_line_or_success(status, err)
 
@@ -177,6 +180,7 @@ def test_fuzz_arguments_never_make_a_traceback(tmp_path_factory, argv):
         return sockets
 
     with (mock.patch("lab.cli.simulate", _quick_simulate), mock.patch("lab.build._fill", _fake_fill, create=True),
+          mock.patch("lab.runbound.RUN_MAX_REQUESTS", SMALL_BOUND),
           mock.patch("tornado.netutil.bind_sockets", bind_and_keep),
           mock.patch("lab.serve.asyncio.run", lambda main: main.close()),
           contextlib.chdir(tmp_path_factory.mktemp("cwd"))):
@@ -186,3 +190,101 @@ def test_fuzz_arguments_never_make_a_traceback(tmp_path_factory, argv):
             for sock in opened:
                 sock.close()
     assert_one_line_or_success(status, err)
+
+
+@pytest.mark.parametrize("sets", [
+    ["fleet.decode=true", "fleet.prefill_replicas=33", "fleet.decode_replicas=32"],
+    ["fleet.decode=true", "fleet.memory_gb=0"],
+    ["fleet.memory_gb=0"],
+])
+def test_split_on_setups_that_serve_nothing_or_do_not_fit_is_no_traceback(sets):
+    status, out, err = run_main(["split", *(token for s in sets for token in ("--set", s))])
+    assert_one_line_or_success(status, err)
+    if "fleet.prefill_replicas=33" in sets:
+        assert status == 2 and "64" in err
+    else:
+        assert status == 0 and "no request was served" in out
+
+
+def test_a_trace_timestamp_of_thousands_of_digits_is_one_line_naming_it(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}\n'
+                     '{"timestamp": ' + "7" * 4001 + ', "input_length": 10, "output_length": 5, "hash_ids": [1]}\n')
+    status, _, err = run_main(["replay", str(trace)])
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith(f"prefix-lab: error: {trace} line 2: timestamp 77777") and "too large" in err
+
+
+def test_a_streamed_replay_prints_what_a_replay_keeping_every_record_prints(tmp_path, monkeypatch):
+    from lab import traces
+    from lab.cli import format_summary
+    from model import Scenario, generate, replay, trace_lines
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(ln + "\n" for ln in trace_lines(generate(Scenario().with_text({"duration_s": "240"})))))
+    sets = ["--set", "fleet.replicas=3", "--set", "router.kind=cache_aware"]
+    kept = replay(Scenario().with_text({"fleet.replicas": "3", "router.kind": "cache_aware"}),
+                  lambda: [trace.read_bytes()])
+    status, out, _ = run_main(["replay", str(trace), *sets])
+    assert status == 0 and out == f"trace {trace}, 512-token blocks, speedup 1\n{format_summary(kept)}\n"
+    status, out, _ = run_main(["replay", str(trace), *sets, "--json"])
+    assert status == 0 and {k: v for k, v in json.loads(out).items() if k != "trace"} == \
+        json.loads(json.dumps(kept.to_dict()))
+    status, out, _ = run_main(["replay", str(trace), *sets, "--requests", "-"])
+    assert status == 0 and out.splitlines() == [json.dumps(rec.to_dict()) for rec in kept.records]
+    status, _, _ = run_main(["replay", str(trace), *sets, "--requests", str(tmp_path / "out.jsonl")])
+    assert (tmp_path / "out.jsonl").read_text().splitlines() == [json.dumps(r.to_dict()) for r in kept.records]
+    seen = []
+    monkeypatch.setattr(traces, "replay", lambda *a, **k: seen.append(k) or replay(*a, **k))
+    run_main(["replay", str(trace), *sets])
+    assert seen[0]["keep_records"] is False  # the command line's replay keeps none
+
+
+@pytest.mark.parametrize("sets", [
+    ["traffic.session_rate=50", "duration_s=604800", "traffic.turns_mean=20"],  # the probe's: 5.8 hours, 790 GB
+    ["traffic.kind=agent", "traffic.agent_rate=10", "duration_s=604800"],
+    ["traffic.session_rate=1", "duration_s=3000", "fleet.decode=true"],
+])
+def test_a_run_over_the_declared_bound_is_refused_before_it_starts(sets, monkeypatch):
+    import lab.runbound
+
+    says = "more than 500,000 requests" if "traffic.turns_mean=20" in sets else "more than 10,000 requests"
+    if "traffic.turns_mean=20" not in sets:  # counted to a smaller bound, to keep the test short
+        monkeypatch.setattr(lab.runbound, "RUN_MAX_REQUESTS", 10_000)
+    with mock.patch("lab.cli.simulate", side_effect=AssertionError("nothing may run")):
+        status, _, err = run_main(["run", *(t for s in sets for t in ("--set", s))])
+    assert status == 2 and err.count("\n") == 1 and says in err and "duration_s" in err
+    for verb in ("split", "money", "queue") if "more than 10,000" in says else ():  # the verbs that run it too
+        status, _, err = run_main([verb, *(t for s in sets for t in ("--set", s))])
+        assert status == 2 and says in err, verb
+
+
+def test_closed_users_are_stopped_at_the_bound_with_the_same_line(monkeypatch):
+    import lab.runbound
+
+    monkeypatch.setattr(lab.runbound, "RUN_MAX_REQUESTS", 200)
+    status, _, err = run_main(["run", "--preset", "kv-locality-note"])
+    assert status == 2 and err.count("\n") == 1 and "more than 200 requests" in err
+
+
+def test_a_replay_over_the_declared_bound_is_refused_after_the_check_and_before_the_run(tmp_path, monkeypatch):
+    import lab.runbound
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {i}, "input_length": 600, "output_length": 5, "hash_ids": [{i}, {i + 1}]}}\n'
+                             for i in range(300)))
+    monkeypatch.setattr(lab.runbound, "REPLAY_MAX_REQUESTS", 200)
+    with mock.patch("model.trace.simulate", side_effect=AssertionError("nothing may run")):
+        status, _, err = run_main(["replay", str(trace)])
+        assert status == 2 and err.count("\n") == 1 and "the trace has 300 requests" in err
+        monkeypatch.setattr(lab.runbound, "REPLAY_MAX_REQUESTS", 10**6)
+        monkeypatch.setattr(lab.runbound, "NODE_BYTES", 10**8)
+        status, _, err = run_main(["replay", str(trace), "--set", "fleet.memory_gb=none", "--set",
+                                   "fleet.replicas=1"])
+        assert status == 2 and "fleet.memory_gb=none keeps every block" in err
+
+
+def test_running_out_of_memory_is_one_line():
+    with mock.patch("lab.cli.simulate", side_effect=MemoryError):
+        status, _, err = run_main(["run"])
+    assert status == 2 and err.count("\n") == 1 and err.startswith("prefix-lab: error: ran out of memory")

@@ -82,3 +82,25 @@ def test_an_unlimited_memory_in_a_link_is_refused_by_the_page_with_a_notice():
     json.dumps(view, allow_nan=False)  # the worker's JSON.parse cannot read Infinity
     assert "fleet.memory_gb" not in view["hash"] and "fleet.replicas=3" in view["hash"]
     assert any("no unlimited setting" in n for n in view["notices"])
+
+
+# Links a probe found that the page accepted and then could not show ("That change could not be simulated").
+UNSHOWABLE = {
+    "a split of 65 GPUs": "fleet.decode=true&fleet.prefill_replicas=33&fleet.decode_replicas=32",
+    "serving mode with no memory": "fleet.decode=true&fleet.memory_gb=0",
+    "serving mode with too little memory for any request": "fleet.decode=true&fleet.memory_gb=0.25",
+    "a split with no memory": "fleet.decode=true&fleet.memory_gb=0&fleet.prefill_replicas=1&fleet.decode_replicas=2",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSHOWABLE))
+def test_a_link_the_page_accepts_is_one_it_can_show(name):
+    import json
+
+    view = handle({"hash": UNSHOWABLE[name]})
+    json.dumps(view, allow_nan=False)
+    if "33" in UNSHOWABLE[name]:  # more GPUs than the lab has: one of the two is dropped, with a notice
+        assert any("64" in n for n in view["notices"]) and "decode_replicas=32" not in view["hash"]
+    else:  # nothing could be served: the page says so in words
+        assert view["summary"]["requests"] == 0
+        assert any("No request" in p.get("text", "") + p.get("html", "") for p in view["patches"]["dom"].values())

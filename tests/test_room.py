@@ -67,12 +67,13 @@ def room_server(tmp_path, **limits):
         response = conn.getresponse()
         raw = response.read()
         conn.close()
+        call.headers = dict(response.getheaders())
         try:
             return response.status, json.loads(raw)
         except ValueError:
             return response.status, raw
 
-    call.port = port
+    call.port, call.room, call.headers = port, room, {}
     try:
         yield call
     finally:
@@ -134,8 +135,12 @@ def test_a_report_is_stored_with_the_servers_own_score_of_each_setup(tmp_path):
 def test_a_report_claiming_more_stars_than_its_setup_earns_is_refused(tmp_path):
     with room_server(tmp_path) as call:
         _, ada = join(call)
+        status, answer = call("POST", "/room/api/report", report(1, "cache-on", cache_on=(2, "fleet.replicas=2&"
+                                                                                   "fleet.cache=false")), ada)
+        assert status == 422 and "earns 0 star(s), not 2" in answer["error"]  # simulated: TTFT p50 is far over
         status, answer = call("POST", "/room/api/report", report(1, "cache-on", cache_on=(3, ONE_STAR)), ada)
-        assert status == 422 and "earns 1 star(s), not 3" in answer["error"]
+        assert status == 422 and "cannot earn 3 star(s): 3 star(s) need replicas at most 3; it has 4" in \
+            answer["error"]  # turned down before anything runs: the fleet's size alone rules it out
         status, answer = call("POST", "/room/api/report", report(1, "cache-on", cache_on=(1, "fleet.bogus=1")), ada)
         assert status == 400 and "not a setup the page writes" in answer["error"]
 

@@ -129,3 +129,27 @@ def test_two_participants_play_and_the_facilitator_sees_both_live_and_opens_miss
         lone.wait_for_function(READY, timeout=60_000)
         assert not [u for u in lone_guard.seen if "/room/" in u]
         assert [u for u in a_guard.seen if "/room/api/report" in u]
+
+
+def test_a_report_the_room_cannot_store_now_is_sent_again(browser, room):
+    """A full disk answers 503: the page keeps its state and sends it again, instead of taking it as refused."""
+    with guarded_context(browser, room) as (context, guard, watch):
+        page = watch(context.new_page())
+        refused = []
+
+        def full(route):
+            if refused:
+                route.fallback()
+                return
+            refused.append(route.request.post_data)
+            route.fulfill(status=503, headers={"Retry-After": "1", "Content-Type": "application/json"},
+                          body='{"error": "the room\'s data folder is full"}')
+
+        page.route("**/room/api/report", full)
+        page.goto(room["join"])
+        page.get_by_role("textbox", name="Your name").fill("Cy")
+        page.get_by_role("button", name="Join").click()
+        page.wait_for_url(re.compile(re.escape(room["url"]) + r"(#.*)?$"))
+        page.wait_for_function(f"({READY}) && document.documentElement.dataset.room === 'sent'", timeout=60_000)
+        assert len(refused) == 1  # the first report met the full disk; the same state went again and was stored
+        guard.errors[:] = [e for e in guard.errors if "status of 503" not in e]  # the one 503 made here

@@ -219,6 +219,10 @@ BAD = [
     (line(ids=(1, "b")), 'line 2: hash_ids[1] is "b", not a whole number'),
     (line(inp=1025, ids=(1, 2)), "line 2: 2 hash_ids, but input_length 1025 makes 3 blocks of 512 tokens"),
     (line(ts=2000) + "\n" + line(ts=1000), "line 3: timestamp 1000 is before line 2's 2000"),
+    (line(ts=int("9" * 4001)), "line 2: timestamp 9999999999999999999999999999999999999... is too large"),
+    (line(ts=1e300), "line 2: timestamp 1e+300 is too large"),
+    (line(ts=600, out=10**7), "line 2: output_length 10000000 is more than 1,000,000"),
+    (line(ts=600, inp=10**30, ids=(1,)), "line 2: input_length 1000000000000000000000000000000 is more than 100,000,000"),
 ]
 
 
@@ -329,3 +333,29 @@ def test_an_exported_lab_scenario_replays_within_the_stated_tolerance(router, tu
     synthetic, replayed = simulate(s), run(lines, block_tokens=16, router__kind=router)
     assert abs(replayed.hit_rate - synthetic.hit_rate) <= tolerance
     assert replayed.requests == synthetic.requests
+
+
+# -- a replay that streams what it measures ------------------------------------------------
+
+def _synthetic_lines(**keys):
+    """A trace of the lab's own traffic (2,000-odd requests, sessions that come back to their replica)."""
+    return [ln + "\n" for ln in trace_lines(generate(setup(duration_s=300, traffic__session_rate=2.5, **keys)))]
+
+
+@pytest.mark.parametrize("keys", [
+    {"fleet__replicas": 4},  # a queue on every replica: requests end out of arrival order
+    {"fleet__replicas": 1, "fleet__prefill_tokens_per_s": 3000},  # one long queue
+    {"fleet__replicas": 8, "router__kind": "cache_aware", "fleet__memory_gb": "none"},
+    {"fleet__replicas": 3, "fleet__fetch": "rdma", "router__kind": "round_robin"},
+], ids=["four", "one-queued", "no-limit", "fetch"])
+def test_a_replay_that_keeps_no_records_measures_exactly_what_one_that_keeps_them_does(keys):
+    import dataclasses
+
+    lines = _synthetic_lines()
+    scenario = setup(**keys)
+    kept = replay(scenario, lambda: lines)
+    seen = []
+    streamed = replay(scenario, lambda: lines, keep_records=False, on_record=seen.append)
+    assert streamed.records == () and len(kept.records) > 2000
+    assert tuple(seen) == kept.records  # each record handed over, in arrival order
+    assert dataclasses.replace(streamed, records=kept.records) == kept  # every figure, every series, to the bit
