@@ -190,7 +190,19 @@ function layIn(module, restoreHeader, { bytes, runs, sum }) {
 
 // The sha256 is computed beside the restore and awaited before the interpreter is used: a restore of
 // damaged bytes that fails or hangs meanwhile is put down to the bytes, not to the wasm.
+// While it runs, Pyodide's own console errors (a restore of damaged bytes may crash it, "fatal error") are
+// logged as info: the boot falls back and says why (prefixLabBoot.fallback), and a wasm at fault is thrown.
 async function restore(indexURL, wheelUrl) {
+  const consoleError = console.error;
+  console.error = (...args) => console.info("prefix-lab worker, restoring the snapshot:", ...args);
+  try {
+    return await restoreSnapshot(indexURL, wheelUrl);
+  } finally {
+    console.error = consoleError;
+  }
+}
+
+async function restoreSnapshot(indexURL, wheelUrl) {
   const t0 = performance.now();
   // Its headers first: when the snapshot is missing, Pyodide has fetched nothing yet that a normal boot
   // would fetch again.
