@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from missions import BEATS_RULE
-from model import Scenario, ScenarioError, simulate
+from model import Scenario, ScenarioError, fit_text, simulate
 
 __all__ = ["main"]
 
@@ -47,17 +47,34 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def load_scenario(path: str | None, sets: list[str], base: Scenario | None = None) -> Scenario:
-    """The scenario from a JSON file (or `base`, or the default), then `key=value` overrides."""
+def load_scenario(path: str | None, sets: list[str], base: Scenario | None = None,
+                  gpu_fit: str | None = None) -> Scenario:
+    """The scenario from a JSON file (or `base`, or the default), then `key=value` overrides, then the GPU fit
+    file `gpu_fit` (`prefix-lab profile fit --out`) as `hardware.gpu_fit`."""
     scenario = base or Scenario()
     if path is not None:
         scenario = _scenario_file(path)
     try:
-        return scenario.with_text(dict(_pairs(sets)))
+        scenario = scenario.with_text(dict(_pairs(sets)))
     except ScenarioError as exc:
         raise UsageError(f"--set: {exc}") from None
     except (OverflowError, ValueError) as exc:  # a value the checks let through but the model cannot take
         raise UsageError(f"--set: {exc}; use a smaller number") from None
+    if gpu_fit is None:
+        return scenario
+    from .profiles import ProfileError, load_fit
+
+    try:
+        fit = load_fit(gpu_fit)
+    except ProfileError as exc:
+        raise UsageError(f"--gpu-fit: {exc}") from None
+    return scenario.with_values({"hardware.gpu_fit": fit_text(fit)})
+
+
+def add_gpu_fit_option(p: argparse.ArgumentParser) -> None:
+    """`--gpu-fit FIT.json`, on every verb that reads a scenario."""
+    p.add_argument("--gpu-fit", metavar="FIT.json", help="price the measured presets' passes on this GPU fit "
+                   "(prefix-lab profile fit --out FIT.json; or a100, h100); sets hardware.gpu_fit")
 
 
 def _scenario_file(path: str) -> Scenario:
@@ -125,7 +142,7 @@ def format_summary(result: Any) -> str:
     ]
     for r in result.replicas:
         lines.append(f"  {r.index:<11d} {r.requests:>8d}   {r.hit_rate * 100:7.1f}%   {r.utilisation * 100:10.1f}%")
-    return "\n".join(lines)
+    return "\n".join(lines + [f"note: {note}" for note in result.notes])
 
 
 def _preset(name: str | None, path: str | None) -> Scenario | None:
@@ -154,7 +171,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from .runbound import RUN_MAX_REQUESTS, too_large
 
-    scenario = _bounded(load_scenario(args.scenario, args.set, base=_preset(args.preset, args.scenario)))
+    base = _preset(args.preset, args.scenario)
+    scenario = _bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit, base=base))
     if args.explain is not None:
         return _explain(scenario, args.explain, args.json)
     try:  # closed users are counted only as they send: the bound is the run's limit
@@ -216,7 +234,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     try:
         replay_keys_only(args.set)
-        for line in replay_output(args, load_scenario(None, args.set), format_summary, _out):
+        for line in replay_output(args, load_scenario(None, args.set, gpu_fit=args.gpu_fit), format_summary, _out):
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
@@ -228,7 +246,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from .traces import CommandError
 
     try:
-        for line in sweep_output(args, lambda: load_scenario(args.scenario, args.set)):
+        for line in sweep_output(args, lambda: load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit)):
             _out(line)
     except CommandError as exc:
         raise UsageError(str(exc)) from None
@@ -265,7 +283,7 @@ def _locality(args: argparse.Namespace) -> int:
     from model import locality_comparison
 
     base = _preset("kv-locality-note", None)
-    table = locality_comparison(_bounded(load_scenario(args.scenario, args.set, base=base)))
+    table = locality_comparison(_bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit, base=base)))
     if args.json:
         _out(json.dumps(table, indent=1))
         return 0
@@ -404,7 +422,7 @@ def _score(args: argparse.Namespace) -> int:
     if mission is None:
         from missions import MISSIONS
         raise UsageError(f"--mission {args.mission!r}: no such mission; known: {', '.join(m.id for m in MISSIONS)}")
-    scenario = _bounded(load_scenario(args.scenario, args.set, base=mission.start))
+    scenario = _bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit, base=mission.start))
     from .missionsweep import distributions
     from .tracemission import run_mission
     from .traces import CommandError
@@ -435,7 +453,7 @@ def _score(args: argparse.Namespace) -> int:
 def _crossover(args: argparse.Namespace) -> int:
     from model import crossover_of
 
-    x = crossover_of(load_scenario(args.scenario, args.set))
+    x = crossover_of(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit))
     if args.json:
         _out(json.dumps(x, indent=1))
         return 0
@@ -454,7 +472,7 @@ def _crossover(args: argparse.Namespace) -> int:
 def _roofline(args: argparse.Namespace) -> int:
     from model import roofline_of
 
-    r = roofline_of(load_scenario(args.scenario, args.set))
+    r = roofline_of(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit))
     if args.json:
         _out(json.dumps(r, indent=1))
         return 0
@@ -474,7 +492,7 @@ def _roofline(args: argparse.Namespace) -> int:
 def _stall(args: argparse.Namespace) -> int:
     from model import stall_demo
 
-    d = stall_demo(load_scenario(args.scenario, args.set))
+    d = stall_demo(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit))
     if args.json:
         _out(json.dumps(d, indent=1))
         return 0
@@ -492,7 +510,7 @@ def _stall(args: argparse.Namespace) -> int:
 def _split(args: argparse.Namespace) -> int:
     from model import split_compare
 
-    scenario = _bounded(load_scenario(args.scenario, args.set))
+    scenario = _bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit))
     c = split_compare(scenario)
     if args.json:
         _out(json.dumps(c, indent=1))
@@ -521,7 +539,7 @@ def _split(args: argparse.Namespace) -> int:
 def _queue(args: argparse.Namespace) -> int:
     from model import queue_compare
 
-    q = queue_compare(_bounded(load_scenario(args.scenario, args.set)))
+    q = queue_compare(_bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit)))
     if args.json:
         _out(json.dumps(q, indent=1))
         return 0
@@ -537,7 +555,7 @@ def _queue(args: argparse.Namespace) -> int:
 def _transfer(args: argparse.Namespace) -> int:
     from model import transfer_of
 
-    t = transfer_of(load_scenario(args.scenario, args.set))
+    t = transfer_of(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit))
     if args.json:
         _out(json.dumps(t, indent=1))
         return 0
@@ -557,7 +575,7 @@ def _transfer(args: argparse.Namespace) -> int:
 def _money(args: argparse.Namespace) -> int:
     from model import run_money
 
-    m = run_money(_bounded(load_scenario(args.scenario, args.set)))
+    m = run_money(_bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit)))
     if args.json:
         _out(json.dumps(m, indent=1))
         return 0
@@ -576,7 +594,8 @@ def _money(args: argparse.Namespace) -> int:
 def _fanout(args: argparse.Namespace) -> int:
     from model import RACE, Scenario, fanout_race
 
-    race = fanout_race(_bounded(load_scenario(args.scenario, args.set, base=Scenario().with_text(RACE))))
+    base = Scenario().with_text(RACE)
+    race = fanout_race(_bounded(load_scenario(args.scenario, args.set, gpu_fit=args.gpu_fit, base=base)))
     if args.json:
         _out(json.dumps(race, indent=1))
         return 0
@@ -625,6 +644,7 @@ def _explainer(verbs: Any, name: str, helptext: str, func: Any, base: str = "the
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a dotted key, e.g. crossover.queued=4 (repeatable; see prefix-lab keys)")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    add_gpu_fit_option(p)
     p.set_defaults(func=func)
 
 
@@ -656,6 +676,7 @@ def parser() -> argparse.ArgumentParser:
                      help="also write the traffic as a Mooncake trace (chained block hashes), for replay anywhere")
     from .traces import add_trace_options
     add_trace_options(run, speedup=False)
+    add_gpu_fit_option(run)
     run.set_defaults(func=_run)
 
     presets = verbs.add_parser("presets", help="list the named scenarios shipped with the lab and their sources")
@@ -695,14 +716,17 @@ def parser() -> argparse.ArgumentParser:
     score.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="set a dotted key on the mission's start (or on the file)")
     score.add_argument("--json", action="store_true", help="print as JSON")
+    add_gpu_fit_option(score)
     score.set_defaults(func=_score)
 
     from .conformance import add_conformance_verb
     from .sweep import add_sweep_verb
     from .traces import add_replay_verb
     add_conformance_verb(verbs).set_defaults(func=_conformance)
-    add_replay_verb(verbs).set_defaults(func=_replay)
-    add_sweep_verb(verbs).set_defaults(func=_sweep)
+    for verb, func in ((add_replay_verb, _replay), (add_sweep_verb, _sweep)):
+        sub = verb(verbs)
+        add_gpu_fit_option(sub)
+        sub.set_defaults(func=func)
     from .profiles import add_profile_verb
     add_profile_verb(verbs).set_defaults(func=_profile)
     _explainer(verbs, "crossover", "an idle GPU recomputing a prompt against a warm one with a queue (crossover.*)",

@@ -422,7 +422,17 @@ def _measured_of(scenario: Scenario) -> tuple[Any, dict[str, Any] | None]:
     """The explainers' profile and the measured points of its preset (None: nothing measures it)."""
     profile, _ = explainer_profile(scenario)
     m = profile.measured
-    return profile, (None if m is None else measured.points_for(profile.preset, m.shape))
+    if m is None or scenario.hardware.gpu_fit:  # a person's own GPU: the shared profiles do not measure it
+        return profile, None
+    return profile, measured.points_for(profile.preset, m.shape)
+
+
+def _unmeasured(scenario: Scenario, gpu: str) -> str:
+    """Why a measured preset's figure has no dots: a person's own fit, or no shared profile of this model."""
+    if scenario.hardware.gpu_fit:
+        return (f" It is priced by your GPU fit {gpu}, which no shared profile measures: check the fit against your "
+                "own profiles with prefix-lab profile check FILE.csv --gpu FIT.json.")
+    return f" No shared kernel profile measures this model on the {gpu}: its curve comes from other models."
 
 
 def _roofline_measured(scenario: Scenario) -> dict[str, list]:
@@ -479,7 +489,7 @@ def _measured_note(scenario: Scenario, r: dict[str, Any]) -> str:
             f"of the peak at this prefill and {r['decode']['model_peak_share']:.2%} at this decode step, attention "
             "aside.")
     if pts is None:
-        return said + f" No shared kernel profile measures this model on the {gpu}: its curve comes from other models."
+        return said + _unmeasured(scenario, gpu)
     return said + f" The dots are Vidur's measurements of this model's layers ({pts['file']})."
 
 
@@ -538,8 +548,7 @@ def _prefill_caption(c: Context) -> str:
             f"to measured kernels), {attention:.2f} s of attention at FlashAttention-2's published speed, which grows with the "
             f"square of the prompt ({attention / core:.0%} of the rest here), and {head * 1000:.1f} ms for the LM head.")
     if pts is None:
-        return said + f" No shared kernel profile measures this model on the {m.fit.name.upper()}; the fit comes " \
-                      f"from the other models measured on it.{_profile_note(c.scenario)}"
+        return said + _unmeasured(c.scenario, m.fit.name.upper()) + _profile_note(c.scenario)
     errs = sorted(abs(m.non_attention_s(t) / ((m.layers * ms + emb) / 1000) - 1)
                   for t, ms, emb in zip(pts["tokens"], pts["layer_ms"], pts["emb_ms"]))
     return said + (f" The dots are Vidur's measurements of the same model's non-attention operations ({pts['file']}, "
@@ -761,7 +770,8 @@ ARTICLE_FIGURES: tuple[Figure, ...] = (
            reads=("roofline.", "hardware."), fleet=False, controls=("roofline.prefill_tokens", "roofline.batch")),
     Figure("prefill", "How long a prefill takes, modelled and measured", _prefill_data, _prefill_caption,
            reads=("roofline.prefill_tokens", "hardware."), fleet=False, controls=("roofline.prefill_tokens",),
-           example=(("hardware.preset", "llama8b_a100"),), offer="Show a model and GPU Vidur measured"),
+           example=(("hardware.preset", "llama8b_a100"), ("hardware.gpu_fit", "")),
+           offer="Show a model and GPU Vidur measured"),
     Figure("join", "A long prompt joins the batch", _join_data, _join_caption, reads=JOIN_READS, fleet=False,
            controls=("roofline.prefill_tokens", "fleet.token_budget")),
     Figure("stall", "Answers that pause", _stall_data, _stall_caption, controls=("fleet.decode", "slo.tbt_ms"),

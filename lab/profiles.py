@@ -41,6 +41,8 @@ from typing import Any
 
 from model import ELEMENTWISE, GEMMS, PER_PASS, GpuFit, Shape, elementwise_ops, gemm_ops, layer_s
 
+from .fitfile import ProfileError, fit_from_json, fit_to_json
+
 __all__ = ["PROFILES_ENV", "ProfileError", "KernelProfile", "check", "fit_from_json", "fit_gpu", "fit_to_json",
            "leave_one_out", "params_b", "profiles_dir", "read_profile", "shared_profiles"]
 
@@ -50,10 +52,6 @@ SHAPE_COLUMNS = ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size
 REQUIRED_OPS = (PER_PASS,) + GEMMS + tuple(op for op in ELEMENTWISE if op != "post_attention_layernorm")
 TILES = (64, 128, 256)
 FIT_BLENDS = (2, 4)
-
-
-class ProfileError(Exception):
-    """A profile or fit file that cannot be used; the message is one line naming the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,43 +357,6 @@ FIT_KEYS = ("name", "tile", "gemm_bytes_per_s", "gemm_flops_per_s", "gemm_floor_
             "attention", "source")
 
 
-def fit_to_json(fit: GpuFit, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A fit as JSON: its coefficients by name (elementwise as {op: [floor s, s per value]})."""
-    out: dict[str, Any] = {"kind": "prefix-lab gpu fit", **fit._asdict()}
-    out["elementwise"] = {op: [f, c] for op, f, c in fit.elementwise}
-    out["attention"] = [list(pt) for pt in fit.attention]
-    return out | (extra or {})
-
-
-def fit_from_json(text: str, path: str) -> GpuFit:
-    """The fit a `prefix-lab profile fit` JSON holds; ProfileError naming what is wrong."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-        raise ProfileError(f"{path}: not a GPU fit (not JSON: {str(exc)[:60]}); make one with prefix-lab profile fit") \
-            from None
-    if not isinstance(data, dict) or data.get("kind") != "prefix-lab gpu fit":
-        raise ProfileError(f"{path}: not a GPU fit; make one with prefix-lab profile fit FILE.csv --gpu NAME")
-    try:
-        ew = data["elementwise"]
-        fit = GpuFit(str(data["name"]), int(data["tile"]), float(data["gemm_bytes_per_s"]),
-                     float(data["gemm_flops_per_s"]), float(data["gemm_floor_s"]), int(data["blend"]),
-                     tuple((str(op), float(v[0]), float(v[1])) for op, v in ew.items()),
-                     tuple((float(x), float(y)) for x, y in data["attention"]), str(data.get("source", path)))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise ProfileError(f"{path}: a GPU fit with a missing or bad field ({exc}); make it again with "
-                           "prefix-lab profile fit") from None
-    numbers = [fit.gemm_floor_s] + [v for _, f, c in fit.elementwise for v in (f, c)]
-    problems = [fit.tile < 1, fit.blend not in (1, 2, 4, 8), not fit.attention,
-                any(not (math.isfinite(x) and x > 0) for x in (fit.gemm_bytes_per_s, fit.gemm_flops_per_s)),
-                any(not (math.isfinite(x) and x >= 0) for x in numbers),
-                any(not (math.isfinite(y) and y > 0) for _, y in fit.attention),
-                not {PER_PASS, *ELEMENTWISE} <= {op for op, _, _ in fit.elementwise}]
-    if any(problems):
-        raise ProfileError(f"{path}: a GPU fit with impossible coefficients; make it again with prefix-lab profile fit")
-    return fit
-
-
 # -- the command line: `prefix-lab profile check` and `prefix-lab profile fit` ------------------------------
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
@@ -478,7 +439,9 @@ def fit_output(paths: list[str], name: str, out: str | None) -> list[str]:
              f"floor {fit.gemm_floor_s * 1e6:.2f} us, tiles of {fit.tile} rows, blend {fit.blend}"]
     lines += [f"  {n}: median error {c['median_abs_rel_err']:.1%}, worst {c['max_abs_rel_err']:.1%}"
               for n, c in checks.items()]
-    return lines + [f"check another file against it: prefix-lab profile check FILE.csv --gpu {out}"]
+    return lines + [f"check another file against it: prefix-lab profile check FILE.csv --gpu {out}",
+                    f"run the lab on it: prefix-lab run --set hardware.preset=llama8b_a100 --set fleet.decode=true "
+                    f"--gpu-fit {out} (any measured preset; the page's \"Your own GPU\" reads the file too)"]
 
 
 def add_profile_verb(verbs: Any) -> Any:

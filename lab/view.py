@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import html
 import json
+import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -49,6 +50,8 @@ from typing import Any
 from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import (
+    FITS,
+    PRESETS,
     Request,
     Result,
     Scenario,
@@ -56,6 +59,8 @@ from model import (
     TooManyRequests,
     TraceError,
     explain,
+    fit_of_text,
+    fit_text,
     generate,
     simulate_with_trees,
     traffic_key,
@@ -83,6 +88,7 @@ from .figures import (
     fleet_key,
     tree_page,
 )
+from .fitfile import ProfileError, fit_from_json
 from .missionview import Memo, Play
 from .tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from .urlstate import HashState, capped, read_hash, write_hash
@@ -106,6 +112,7 @@ SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2
 
 
 MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
+GPU_FIT_MAX_CHARS = 1 << 20  # of a GPU fit file's text read (one is a few hundred characters)
 RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
 _RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
 ANSWERS_KEPT = 48  # recent answers the worker remembers, as JSON text (65-100 kB each: 3-5 MB in all)
@@ -436,6 +443,8 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         state = _with_explain(state, action.get("request"))
     elif isinstance(action, dict) and action.get("type") == "example":
         state = _with_example(state, action.get("figure"))
+    elif isinstance(action, dict) and action.get("type") in ("gpu_fit", "gpu_fit_off"):
+        state = _with_gpu_fit(state, action)
     elif isinstance(action, dict) and action.get("type") in ("trace", "trace_off"):
         page = {k: v for k, v in state.page.items() if k not in ("trace", "mission", "explain")}
         if action["type"] == "trace" and isinstance(action.get("name"), str):
@@ -454,6 +463,30 @@ def _with_explain(state: State, request: Any) -> State:
     if isinstance(request, int) and not isinstance(request, bool) and request >= 0:
         page["explain"] = str(request)
     return dataclasses.replace(state, page=page)
+
+
+def _with_gpu_fit(state: State, action: Mapping[str, Any]) -> State:
+    """Run the measured presets on the GPU fit file a person chose (its JSON text), or on their own GPUs again.
+
+    With a preset no fit prices (the lab's, the article's), the Llama 3 8B preset of the GPU closest to the fit
+    is chosen, so that the choice shows.
+    """
+    if "mission" in state.page:
+        return state.noting("A GPU fit changes the hardware a mission keeps fixed; leave the mission to use it.")
+    if action["type"] == "gpu_fit_off":
+        return dataclasses.replace(state, scenario=state.scenario.with_values({"hardware.gpu_fit": ""}))
+    text, name = action.get("text"), str(action.get("name") or "the file")[:MAX_TRACE_NAME]
+    if not isinstance(text, str):
+        return state.noting(f"{name}: not a GPU fit; make one with prefix-lab profile fit FILE.csv --gpu NAME.")
+    try:
+        fit = fit_from_json(text[:GPU_FIT_MAX_CHARS], name)
+    except ProfileError as exc:
+        return state.noting(f"{exc}.")
+    values: dict[str, Any] = {"hardware.gpu_fit": fit_text(fit)}
+    if not PRESETS[state.scenario.hardware.preset].gpu:
+        values["hardware.preset"] = min(("llama8b_a100", "llama8b_h100"), key=lambda p: abs(math.log(
+            FITS[PRESETS[p].gpu].gemm_flops_per_s / fit.gemm_flops_per_s)))
+    return dataclasses.replace(state, scenario=state.scenario.with_values(values))
 
 
 def _with_example(state: State, name: Any) -> State:
@@ -806,6 +839,7 @@ def patches(state: State, derived: Derived) -> dict:
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
     dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
+    dom.update(_gpu_fit_dom(scenario))
     dom["#deltas"] = {"hidden": derived.base is None,
                       "html": "" if derived.base is None else compare.deltas_html(derived.summary, derived.base,
                                                                                   derived.base_name)}
@@ -821,6 +855,20 @@ def patches(state: State, derived: Derived) -> dict:
         if "html" in patch:
             patch["html"] = _as_browsers_write(patch["html"])
     return {"bokeh": bokeh, "dom": dom}
+
+
+def _gpu_fit_dom(scenario: Scenario) -> dict[str, dict]:
+    """The "Your own GPU" section: which fit prices the passes, and the way back."""
+    hw = scenario.hardware
+    if not hw.gpu_fit:
+        return {"#gpu-fit-off": {"hidden": True}, "#gpu-fit-status": {"text": ""}}
+    fit = fit_of_text(hw.gpu_fit)
+    preset = PRESETS[hw.preset]
+    said = (f"{preset.label} runs on your GPU fit {fit.name}: {fit.gemm_flops_per_s / 1e12:,.0f} TFLOP/s and "
+            f"{fit.gemm_bytes_per_s / 1e12:.2f} TB/s in its matrix products." if preset.gpu else
+            f"Your GPU fit {fit.name} is kept, but {hw.preset} is not a measured model: choose a Llama, CodeLlama "
+            "or Qwen preset under Model and GPU to run on it.")
+    return {"#gpu-fit-off": {"hidden": False}, "#gpu-fit-status": {"text": said}}
 
 
 _TAG = re.compile(r"<[^<>]+>")

@@ -55,6 +55,9 @@ from .gpu import (
     Measured,
     Shape,
     elementwise_ops,
+    fit_of_text,
+    fit_problem,
+    fit_text,
     gemm_ops,
     layer_flops,
     layer_s,
@@ -112,7 +115,7 @@ __all__ = [
     "SGLangRouter", "VLLMRouterRule",
     # measured GPUs: a layer priced from fitted kernel coefficients (model/gpu.py, model/gpufits.py)
     "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "elementwise_ops",
-    "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
+    "fit_of_text", "fit_problem", "fit_text", "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
     # one replica's radix tree at a moment of a run (model/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .gpu import FIT_TEXT_MAX, fit_of_text
 from .hardware import PRESETS
 from .routers import ROUTERS
 
@@ -93,12 +94,18 @@ class Spec:
     off: bool = False  # None is allowed too, written "off"
     page: tuple[float, float, float] | None = None
     unbounded: bool = False  # "none" (JSON null) is allowed too: no limit, stored as math.inf
+    text: int = 0  # text of at most this many characters, which the key's own section reads (0: choices only)
 
     def check(self, key: str, kind: type, value: Any) -> Any:
         """`value` as the field stores it (ints of a float field become floats); ScenarioError if not allowed."""
         if kind is bool:
             if not isinstance(value, bool):
                 raise ScenarioError(f"{key}: {_show(value)} is not allowed; use true or false")
+            return value
+        if kind is str and self.text:
+            if not isinstance(value, str) or len(value) > self.text:
+                raise ScenarioError(f"{key}: {_show(value)} is not allowed; use text of at most {self.text:,} "
+                                    "characters")
             return value
         if kind is str:
             if value not in self.choices:
@@ -124,6 +131,8 @@ class Spec:
         """What the field allows, as `prefix-lab keys` shows it."""
         if kind is bool:
             return "true | false"
+        if kind is str and self.text:
+            return f"text, at most {self.text:,} characters"
         if kind is str:
             return " | ".join(self.choices)
         off = " or off" if self.off else " or none" if self.unbounded else ""
@@ -132,8 +141,8 @@ class Spec:
 
 def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc: str,
           choices: tuple[str, ...] = (), off: bool = False, page: tuple[float, float, float] | None = None,
-          unbounded: bool = False) -> Any:
-    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded)})
+          unbounded: bool = False, text: int = 0) -> Any:
+    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded, text)})
 
 
 def _check_fields(obj: Any, prefix: str) -> None:
@@ -317,6 +326,20 @@ class Hardware(_Section):
     utilisation: float | None = _spec(None, 0.01, 1.0, off=True,
                                       doc="share of peak FLOP/s a prefill reaches (off: the preset's)")
     hbm_tb_s: float | None = _spec(None, 0.01, 100.0, off=True, doc="memory bandwidth, TB/s (off: the preset's)")
+    gpu_fit: str = _spec("", text=FIT_TEXT_MAX, doc="a GPU fitted to your own kernel profiles, as the text "
+                                                    "prefix-lab profile fit writes (the CLI's --gpu-fit FIT.json "
+                                                    "and the page's file picker fill it in); it prices the "
+                                                    "measured presets' passes in place of their A100 or H100 "
+                                                    "(empty: the preset's own GPU)")
+
+    def __post_init__(self) -> None:
+        _Section.__post_init__(self)
+        if self.gpu_fit:
+            try:
+                fit_of_text(self.gpu_fit)
+            except ValueError as exc:
+                raise ScenarioError(f"hardware.gpu_fit: {exc}; make one with prefix-lab profile fit FILE.csv "
+                                    "--gpu NAME --out FIT.json and pass the file with --gpu-fit FIT.json") from None
 
 
 @dataclass(frozen=True, slots=True)

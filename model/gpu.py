@@ -43,9 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["BLENDS", "ELEMENTWISE", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "attention_flops_per_s", "blend",
-           "decode_kv_s", "elementwise_ops", "elementwise_s", "gemm_ops", "gemm_s", "layer_flops", "layer_ops_s",
-           "layer_s", "lm_head_s", "prefill_attention_s"]
+__all__ = ["BLENDS", "ELEMENTWISE", "FIT_TEXT_MAX", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape",
+           "attention_flops_per_s", "blend", "decode_kv_s", "elementwise_ops", "elementwise_s", "fit_of_text",
+           "fit_problem", "fit_text", "gemm_ops", "gemm_s", "layer_flops", "layer_ops_s", "layer_s", "lm_head_s",
+           "prefill_attention_s"]
 
 GEMMS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 ELEMENTWISE = ("input_layernorm", "attn_rope", "post_attention_layernorm", "mlp_act", "add")
@@ -262,3 +263,80 @@ class Measured:
     def kv_token_s(self) -> float:
         """Seconds a decode step spends per context token it reads, over every layer."""
         return self._kv
+
+
+# -- a fit as one line of text: how a scenario (`hardware.gpu_fit`), `--set` and a URL carry a user's fit ---
+
+FIT_TAG = "gpufit1"
+FIT_TEXT_MAX = 4096  # characters; a fit of six elementwise operations and six attention points is about 450
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+# What a GPU of any make could plausibly measure; outside these a fit is a typo or a unit slip, and a run
+# on it would price a pass at years or at nothing.
+_RANGES = {"bytes per second": (1e9, 1e16), "FLOP per second": (1e11, 1e18), "floor seconds": (0.0, 1.0),
+           "seconds per value": (0.0, 1e-6), "sequence length": (1.0, 1e7)}
+
+
+def fit_text(fit: GpuFit) -> str:
+    """`fit` as one comma-separated line (its `source` left out); `fit_of_text` reads it back, to the bit.
+
+    gpufit1,NAME,tile,bytes/s,FLOP/s,floor s,blend,OP:floor s:s per value,...,@length:FLOP/s,...
+    """
+    def num(x: float) -> str:  # one text per value, whether it came as 512 or 512.0
+        return repr(float(x))
+
+    head = [FIT_TAG, fit.name, str(fit.tile), num(fit.gemm_bytes_per_s), num(fit.gemm_flops_per_s),
+            num(fit.gemm_floor_s), str(fit.blend)]
+    ops = [f"{op}:{num(floor)}:{num(per_value)}" for op, floor, per_value in fit.elementwise]
+    return ",".join(head + ops + [f"@{num(length)}:{num(rate)}" for length, rate in fit.attention])
+
+
+def fit_of_text(text: str, source: str = "a GPU fit given as text (hardware.gpu_fit)") -> GpuFit:
+    """The fit `fit_text` wrote; ValueError saying what is wrong with it."""
+    parts = text.strip().split(",")
+    if len(text) > FIT_TEXT_MAX or parts[0] != FIT_TAG or len(parts) < 8:
+        raise ValueError("not a GPU fit's text (it starts gpufit1, and prefix-lab profile fit writes it)")
+    name, numbers, rest = parts[1], parts[2:7], parts[7:]
+    try:
+        tile, bytes_per_s, flops_per_s, floor, p = int(numbers[0]), *map(float, numbers[1:4]), int(numbers[4])
+        ops, attention = [], []
+        for part in rest:
+            if part.startswith("@"):
+                length, rate = part[1:].split(":")
+                attention.append((float(length), float(rate)))
+            else:
+                op, op_floor, per_value = part.split(":")
+                ops.append((op, float(op_floor), float(per_value)))
+    except ValueError:
+        raise ValueError("a GPU fit's text with a malformed number or field; make it again with "
+                         "prefix-lab profile fit") from None
+    fit = GpuFit(name, tile, bytes_per_s, flops_per_s, floor, p, tuple(ops), tuple(attention), source)
+    problem = fit_problem(fit)
+    if problem:
+        raise ValueError(problem)
+    return fit
+
+
+def fit_problem(fit: GpuFit) -> str | None:
+    """What makes `fit` unusable (a missing operation, a coefficient no GPU could have), or None."""
+    if not fit.name or len(fit.name) > 40 or not set(fit.name) <= _NAME_CHARS:
+        return "the fit's name must be 1-40 letters, digits, '.', '_' or '-'"
+    if not 1 <= fit.tile <= 65_536 or fit.blend not in BLENDS:
+        return f"the fit's tile must be 1 to 65536 rows and its blend one of {', '.join(map(str, BLENDS))}"
+    names = [op for op, _, _ in fit.elementwise]
+    missing = [op for op in (PER_PASS, *ELEMENTWISE) if op not in names]
+    if missing or len(names) != len(set(names)) or len(names) > 32:
+        return (f"the fit lacks elementwise coefficients for {', '.join(missing)}" if missing
+                else "the fit names an elementwise operation twice, or more than 32")
+    if not 1 <= len(fit.attention) <= 64 or any(b[0] <= a[0] for a, b in zip(fit.attention, fit.attention[1:])):
+        return "the fit's attention speeds must be 1 to 64 points at increasing sequence lengths"
+    checks = [("bytes per second", fit.gemm_bytes_per_s), ("FLOP per second", fit.gemm_flops_per_s),
+              ("floor seconds", fit.gemm_floor_s)]
+    checks += [(kind, v) for _, floor, per_value in fit.elementwise
+               for kind, v in (("floor seconds", floor), ("seconds per value", per_value))]
+    checks += [(kind, v) for length, rate in fit.attention
+               for kind, v in (("sequence length", length), ("FLOP per second", rate))]
+    for kind, value in checks:
+        lo, hi = _RANGES[kind]
+        if not (math.isfinite(value) and lo <= value <= hi):
+            return f"the fit has {value!r} {kind}, outside what a GPU can measure ({lo:g} to {hi:g})"
+    return None

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from .gpu import Measured, Shape
+from .gpu import GpuFit, Measured, Shape, fit_of_text
 from .gpufits import FITS
 
 if TYPE_CHECKING:
@@ -230,11 +230,11 @@ def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_valu
 
 
 def build(preset: str, overrides: dict[str, float] | None = None, *, lab_tokens_per_s: float = 10_000.0,
-          lab_overhead_s: float = 0.015) -> Profile:
+          lab_overhead_s: float = 0.015, fit: GpuFit | None = None) -> Profile:
     """The profile of `preset` with some of its figures replaced (`overrides` use `Preset` field names).
 
     The lab preset ignores overrides of its speed (it takes `lab_tokens_per_s`, `lab_overhead_s`);
-    its KV shape may still be overridden.
+    its KV shape may still be overridden. `fit` prices a measured preset's passes in place of its own GPU.
     """
     p = PRESETS[preset]._replace(**(overrides or {}))  # type: ignore[arg-type]
     kvb = kv_bytes_per_token(p.layers, p.kv_heads, p.head_dim, p.bytes_per_value)
@@ -243,7 +243,7 @@ def build(preset: str, overrides: dict[str, float] | None = None, *, lab_tokens_
     flops_per_token = FLOPS_PER_PARAM * p.params
     if p.gpu and p.shape is not None:
         shape = p.shape._replace(n_kv_head=p.kv_heads, head_dim=p.head_dim)
-        measured = Measured(FITS[p.gpu], shape, p.layers, p.bytes_per_value)
+        measured = Measured(fit or FITS[p.gpu], shape, p.layers, p.bytes_per_value)
         sustained = flops_per_token * SUSTAINED_TOKENS / measured.non_attention_s(SUSTAINED_TOKENS)
         return Profile(preset, flops_per_token, sustained, 0.0, kvb, p.params * p.bytes_per_value,
                        p.hbm_tb_s * 1e12, p.tflops * 1e12, measured)
@@ -282,6 +282,17 @@ def profile_of(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
         notes.append(f"{preset} is priced by a GPU fitted to measured kernels (model/gpufits.py): hardware.tflops "
                      "and hbm_tb_s move only the roofline's datasheet roof, utilisation applies to the article's "
                      "presets only, and params_b changes the weights' memory, not the speed (the model's shape does)")
+    fit = fit_of_text(hw.gpu_fit) if hw.gpu_fit else None  # checked when the scenario was made
+    if fit is not None and PRESETS[preset].gpu:
+        notes.append(f"{PRESETS[preset].label} ({preset}) is priced by your GPU fit {fit.name} (hardware.gpu_fit) "
+                     f"in place of the {PRESETS[preset].gpu.upper()} fitted to Vidur's profiles")
+    elif fit is not None:
+        measured = ", ".join(name for name, p in PRESETS.items() if p.gpu)
+        how = ("takes its speed from fleet.prefill_tokens_per_s" if preset == "lab" else
+               "prices its passes by the article's spec-sheet arithmetic")
+        notes.append(f"hardware.gpu_fit is not used: {preset} {how}, not a fitted GPU; choose a measured preset "
+                     f"({measured}) to run on your fit")
+        fit = None
     profile = build(preset, overrides, lab_tokens_per_s=scenario.fleet.prefill_tokens_per_s,
-                    lab_overhead_s=scenario.fleet.overhead_ms / 1000.0)
+                    lab_overhead_s=scenario.fleet.overhead_ms / 1000.0, fit=fit)
     return profile, tuple(notes)

@@ -862,6 +862,29 @@ if (dropZone) {
   });
 }
 
+// -- your own GPU: a fit file (prefix-lab profile fit) chosen ------------------------------
+//
+// A fit is a few hundred bytes of JSON: its text goes to the view, which checks it and puts its
+// coefficients in the setup, so the URL carries them. Nothing is uploaded.
+const GPU_FIT_MAX_BYTES = 1 << 20;
+
+async function useGpuFit(file) {
+  if (!file) return;
+  const status = document.getElementById("gpu-fit-status");
+  if (file.size > GPU_FIT_MAX_BYTES) {
+    if (status) status.textContent = `${file.name} is ${(file.size / 1e6).toFixed(1)} MB: a GPU fit is a few ` +
+      "hundred bytes of JSON, as prefix-lab profile fit writes it.";
+    return;
+  }
+  if (status) status.textContent = `Reading ${file.name}…`;
+  enqueue({ action: { type: "gpu_fit", name: file.name, text: await file.text() } });
+}
+
+document.getElementById("gpu-fit-file")?.addEventListener("change", (event) => {
+  useGpuFit(event.target.files?.[0]);
+  event.target.value = "";  // the same file chosen again is a change again
+});
+
 // -- from the page -----------------------------------------------------------------
 
 // A widget changed. Some widgets re-announce a value we wrote a moment later (a slider

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BROWSER_LAB = {"view.py", "figures.py", "tracepage.py", "compare.py", "urlstate.py", "missionview.py", "controls.py",
-               "glossary.py", "fleetview.py", "presets.py", "teach.py", "measured.py",
+               "glossary.py", "fleetview.py", "presets.py", "teach.py", "measured.py", "fitfile.py",
                "__init__.py"}  # what Pyodide runs of lab/
 NO_CLOCKS_OR_IO = {"time", "datetime", "os", "pathlib", "io", "socket", "secrets", "uuid", "threading"}
 

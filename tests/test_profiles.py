@@ -162,8 +162,10 @@ def test_a_fit_survives_json_and_a_bad_fit_file_is_named():
     text = json.dumps(fit_to_json(FITS["h100"]))
     assert fit_from_json(text, "f.json") == FITS["h100"]
     for bad, message in (("{", "not JSON"), ("[]", "not a GPU fit"), ('{"kind": "prefix-lab gpu fit"}', "missing"),
-                         (text.replace('"blend": 2', '"blend": 3'), "impossible"),
-                         (text.replace('"mlp_act"', '"softmax"'), "impossible"),
+                         (text.replace('"blend": 2', '"blend": 3'), "its blend one of 1, 2, 4, 8"),
+                         (text.replace('"mlp_act"', '"softmax"'), "lacks elementwise coefficients for mlp_act"),
+                         (text.replace('"gemm_floor_s": ', '"gemm_floor_s": -'), "floor seconds, outside"),
+                         (text.replace('[1024', '[100'), "increasing sequence lengths"),
                          (text.replace('"tile": 128', '"tile": "wide"'), "missing or bad field")):
         with pytest.raises(ProfileError, match=message):
             fit_from_json(bad, "f.json")
