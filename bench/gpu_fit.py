@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab.profiles import check, fit_gpu, leave_one_out, profiles_dir, read_profile, shared_profiles  # noqa: E402
+from lab.common.profiles import check, fit_gpu, leave_one_out, profiles_dir, read_profile, shared_profiles  # noqa: E402
 from model import FLASH_ATTENTION_2  # noqa: E402
 
 SOURCE = ("fitted by bench/gpu_fit.py to Vidur's {n} {gpu} MLP profiles (TP 1; Vidur's repository, "

@@ -3,7 +3,7 @@
 Where the spec-sheet presets of `model/hardware.py` divide FLOPs by a share
 of the datasheet's peak, a measured preset prices each operation of a
 transformer layer by what it does and by coefficients fitted, per GPU, to
-Vidur's per-operation profiles (`lab/profiles.py` fits them, at fit time;
+Vidur's per-operation profiles (`lab/common/profiles.py` fits them, at fit time;
 `model/gpufits.py` holds the results as plain numbers). The names:
 
     m = tokens in the pass, k × n a weight matrix, b bytes per value, T = `tile`

@@ -10,7 +10,7 @@ import json
 import pytest
 from helpers import request
 
-from lab.cli import main
+from lab.cli.main import main
 from model import (
     Replica,
     Scenario,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario
 from model.engine import Run
 from model.text import Renderer

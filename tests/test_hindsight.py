@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario, ScenarioError, simulate
 from model.hindsight import explain
 

@@ -10,7 +10,7 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.controls import CONTROLS
+from lab.page.controls import CONTROLS
 from missions import find_mission, score
 from missions.scoring import figures
 from model import (

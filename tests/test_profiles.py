@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from lab.cli import main
-from lab.profiles import (
+from lab.cli.main import main
+from lab.common.profiles import (
     ProfileError,
     check,
     fit_from_json,
@@ -248,12 +248,12 @@ def test_each_shared_model_left_out_of_the_fit_is_still_predicted_within_the_bou
 # -- what the page draws ------------------------------------------------------------------------------
 
 def test_the_wheel_carries_the_measured_points_as_plain_data(tmp_path):
-    from lab.build import _write_wheel
-    from lab.measured import read_points
+    from lab.page.measured import read_points
+    from lab.site.build import _write_wheel
 
     name = _write_wheel(tmp_path)
     with zipfile.ZipFile(tmp_path / name.split("/", 1)[1]) as zf:
-        text = zf.read("lab/_measured_points.py").decode()
+        text = zf.read("lab/page/_measured_points.py").decode()
         assert not any(n.endswith(".csv") for n in zf.namelist())
     space: dict = {}
     exec(compile(text, "_measured_points.py", "exec"), space)  # noqa: S102 -- the module the build wrote

@@ -17,8 +17,8 @@ import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
 
-from lab import build
-from lab.cli import main
+from lab.cli.main import main
+from lab.site import build
 
 
 def get(server, path, headers=None):
@@ -89,7 +89,7 @@ def test_every_asset_a_page_loads_has_a_content_hashed_name_served_immutable(ser
 
 
 def _hashed(url):
-    from lab.assets import is_hashed
+    from lab.site.assets import is_hashed
 
     return is_hashed(url.removeprefix("./").split("?")[0])
 
@@ -123,7 +123,7 @@ def test_the_wheel_is_pure_python_and_reproducible(server, tmp_path):
     built = json.loads((server["site"] / "build.json").read_text())
     wheel = server["site"] / built["wheel"]
     names = zipfile.ZipFile(wheel).namelist()
-    assert "model/engine.py" in names and "lab/view.py" in names and "missions/__init__.py" in names
+    assert "model/engine.py" in names and "lab/page/view.py" in names and "missions/__init__.py" in names
     assert all(n.endswith(".py") or ".dist-info/" in n for n in names)
     again = tmp_path / build._write_wheel(tmp_path / "wheels")
     assert again.read_bytes() == wheel.read_bytes()

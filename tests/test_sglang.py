@@ -214,7 +214,7 @@ def test_every_recorded_decision_file_agrees_with_its_policy_at_least_99_percent
     """The files bench/conformance_record.py recorded from the real binaries (sgl-router 0.3.2, vllm-router 0.1.17)."""
     from pathlib import Path
 
-    from lab.conformance import policy_of, read_decisions, replay
+    from lab.cli.conformance import policy_of, read_decisions, replay
     files = sorted((Path(__file__).resolve().parent.parent / "bench" / "conformance").glob("*.jsonl.gz"))
     assert len(files) >= 20
     seen = set()

@@ -11,10 +11,10 @@ from pathlib import Path
 import panel as pn
 import pytest
 
-from lab import missionview
-from lab.controls import CONTROLS, control_patches
-from lab.urlstate import read_hash, write_hash
-from lab.view import PAGE_BUDGET, answer, derive, handle, handle_json, patches, read_state, render, settle, update
+from lab.page import missionview
+from lab.page.controls import CONTROLS, control_patches
+from lab.page.urlstate import read_hash, write_hash
+from lab.page.view import PAGE_BUDGET, answer, derive, handle, handle_json, patches, read_state, render, settle, update
 from missions import MISSIONS
 from model import KEYS, ROUTERS, Scenario, simulate, spec_of
 
@@ -229,7 +229,7 @@ def test_control_ranges_are_the_keys_page_ranges():
 
 
 def test_the_layout_builds_its_widgets_from_the_declarations():
-    from lab.layout import controls
+    from lab.site.layout import controls
 
     widgets = {w.tags[0]: w for w in controls().select(pn.widgets.Widget)}
     for c in CONTROLS:
