@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import view  # noqa: E402
+from lab.page import view  # noqa: E402
 from lab.page.view import handle_json  # noqa: E402
 from lab.site.build import _write_wheel, pyodide_dir  # noqa: E402
 

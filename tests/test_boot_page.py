@@ -18,7 +18,7 @@ import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
 
-from lab import snapshot as snapshots
+from lab.site import snapshot as snapshots
 
 pytestmark = pytest.mark.browser
 

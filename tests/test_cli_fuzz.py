@@ -274,7 +274,7 @@ def test_a_replay_over_the_declared_bound_is_refused_after_the_check_and_before_
     trace.write_text("".join(f'{{"timestamp": {i}, "input_length": 600, "output_length": 5, "hash_ids": [{i}, {i + 1}]}}\n'
                              for i in range(300)))
     monkeypatch.setattr(lab.common.runbound, "REPLAY_MAX_REQUESTS", 200)
-    with mock.patch("model.trace.simulate", side_effect=AssertionError("nothing may run")):
+    with mock.patch("model.sources.trace.simulate", side_effect=AssertionError("nothing may run")):
         status, _, err = run_main(["replay", str(trace)])
         assert status == 2 and err.count("\n") == 1 and "the trace has 300 requests" in err
         monkeypatch.setattr(lab.common.runbound, "REPLAY_MAX_REQUESTS", 10**6)

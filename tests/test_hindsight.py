@@ -6,7 +6,7 @@ import pytest
 
 from lab.cli.main import main
 from model import Scenario, ScenarioError, simulate
-from model.hindsight import explain
+from model.studies.hindsight import explain
 
 
 def scenario(**text):

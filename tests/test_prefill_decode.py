@@ -27,8 +27,8 @@ from model import (
     split_figures,
     stall_of,
 )
-from model.roofline import intensity, ridge, roofline, tokens_to_ridge
-from model.stall import CO_ANSWER, stall_demo
+from model.studies.roofline import intensity, ridge, roofline, tokens_to_ridge
+from model.studies.stall import CO_ANSWER, stall_demo
 
 ARTICLE = build("article_14b_h100")
 

@@ -23,7 +23,7 @@ from lab.common.profiles import (
     shared_profiles,
 )
 from model import ELEMENTWISE, FITS, FLASH_ATTENTION_2, GEMMS, GpuFit, Shape
-from model.gpu import elementwise_s, gemm_ops, gemm_s, layer_s
+from model.gpus.gpu import elementwise_s, gemm_ops, gemm_s, layer_s
 
 OPS = ("emb",) + GEMMS + ELEMENTWISE
 STATS = ("min", "max", "mean", "median", "std")
@@ -233,7 +233,7 @@ needs_shared = pytest.mark.skipif(not SHARED, reason="no shared Vidur profiles (
 def test_the_committed_fits_are_what_the_shared_profiles_give():
     for gpu, paths in SHARED.items():
         fit = fit_gpu([read_profile(p) for p in paths], gpu, FLASH_ATTENTION_2[gpu], FITS[gpu].source)
-        assert fit == FITS[gpu], f"model/gpufits.py is behind the profiles: run bench/gpu_fit.py --write ({gpu})"
+        assert fit == FITS[gpu], f"model/gpus/gpufits.py is behind the profiles: run bench/gpu_fit.py --write ({gpu})"
 
 
 @needs_shared

@@ -12,7 +12,7 @@ router's, and 0 s). Then one line per decision, in order:
 worker, just before deciding], "chosen": worker}`.
 
 The replay gives each decision the recorded text, loads and time, asks
-`model.sglang.SGLangRouter` what it would pick, and then notes the text as
+`model.routing.sglang.SGLangRouter` what it would pick, and then notes the text as
 routed to the worker the real router chose, so that one disagreement does
 not spread to the next. A disagreement's cause names the branch the
 project took and what the router's pick looks like: the least loaded, the

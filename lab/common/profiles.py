@@ -12,7 +12,7 @@ counts an operation the file has no column for as absent (phi-2 has no
 `post_attention_layernorm`). A layer's time is the sum of its operations'
 medians except `emb`, which runs once per pass.
 
-`fit_gpu` fits `model.gpu.GpuFit` to some profiles of one GPU:
+`fit_gpu` fits `model.gpus.gpu.GpuFit` to some profiles of one GPU:
 
 - each elementwise operation (and `emb`) by least squares on relative
   error, floor + values × seconds per value, a line with a closed form

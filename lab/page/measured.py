@@ -1,6 +1,6 @@
 """Measured points for the page: a few rows of the shared kernel profiles, for each preset they measure.
 
-A measured preset (`model/hardware.py`, `gpu` and `shape`) is measured by a
+A measured preset (`model/gpus/hardware.py`, `gpu` and `shape`) is measured by a
 shared Vidur profile of the same GPU whose model has the same shape (hidden,
 MLP, heads, KV heads, gated MLP): `llama8b_a100` by the A100's Llama 3 8B
 file, say. The page draws a few of that file's rows beside the model's

@@ -45,7 +45,7 @@ import struct
 from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
-from .textree import TextTree
+from model.routing.textree import TextTree
 
 __all__ = ["SGLANG_LAUNCHER", "VLLM_LAUNCHER", "Decision", "SGLangRouter", "VLLMRouterRule", "f32"]
 

@@ -4,7 +4,7 @@ Two figures, both JSON-ready:
 
 - `stall_demo(scenario)`: one serving replica decoding `CO_RUNNERS`
   requests when a prompt of `roofline.prefill_tokens` tokens arrives at
-  `JOIN_S`. It runs the real serving replica (model/serving.py) on the
+  `JOIN_S`. It runs the real serving replica (model/engines/serving.py) on the
   scenario's hardware (the lab preset: the article's) and token budget,
   once chunked and once prefill-first, and reports every token step's gap
   as a co-runner sees it, with the same run without the long prompt.
@@ -15,10 +15,10 @@ Two figures, both JSON-ready:
 
 from typing import Any
 
-from .config import Scenario
-from .explainers import explainer_profile
-from .serving_run import ServingRun
-from .traffic import Request
+from model.config import Scenario
+from model.engines.serving_run import ServingRun
+from model.sources.traffic import Request
+from model.studies.explainers import explainer_profile
 
 __all__ = ["CO_RUNNERS", "JOIN_S", "stall_demo", "stall_of"]
 

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import NamedTuple
 
-from .config import Scenario, Traffic
-from .rng import stream
+from model.config import Scenario, Traffic
+from model.rng import stream
 
 __all__ = ["Request", "Session", "TooManyRequests", "generate", "sessions", "traffic_key"]
 

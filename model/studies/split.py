@@ -1,7 +1,7 @@
 """Co-located against split: the same traffic on the same number of GPUs, prefill and decode together or apart.
 
 Serving mode's split (`fleet.prefill_replicas`, `fleet.decode_replicas`,
-model/serving_run.py) routes each request to a prefill replica by
+model/engines/serving_run.py) routes each request to a prefill replica by
 `router.kind`; when its prompt is computed (its first token is out) the
 prompt's KV crosses the `fleet.handoff` link (`transfer.*` speeds, priced by
 `explainers.fetch_s`) to the decode replica with the fewest requests in
@@ -20,9 +20,9 @@ requests `SLO_SHARE` or more within a target counts as meeting it.
 from collections.abc import Callable
 from typing import Any
 
-from .config import Scenario
-from .engine import simulate
-from .metrics import Result
+from model.config import Scenario
+from model.engine import simulate
+from model.metrics import Result
 
 __all__ = ["SLO_SHARE", "split_compare", "split_figures"]
 

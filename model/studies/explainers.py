@@ -27,11 +27,11 @@ rounded once, here (seconds to 1e-6); the pure functions are not rounded.
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .hardware import ARTICLE, PRESETS, Profile, profile_of
+from model.gpus.hardware import ARTICLE, PRESETS, Profile, profile_of
 
 if TYPE_CHECKING:
-    from .config import Money, Scenario, Transfer
-    from .traffic import Request
+    from model.config import Money, Scenario, Transfer
+    from model.sources.traffic import Request
 
 __all__ = ["HOURS_PER_MONTH", "TIERS", "Prices", "api_bill", "api_calls", "api_fanout", "compute_s", "crossover",
            "crossover_of", "explainer_profile", "fetch_plan", "fetch_s", "fleet_link", "gpu_usd_per_month", "idle_ttft_s",

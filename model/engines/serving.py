@@ -58,10 +58,10 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from .hardware import Profile
-from .loop import START, STEP, EventLoop
-from .radix import Node, RadixTree
-from .traffic import Request
+from model.gpus.hardware import Profile
+from model.loop import START, STEP, EventLoop
+from model.radix import Node, RadixTree
+from model.sources.traffic import Request
 
 __all__ = ["Seq", "ServingReplica", "Stalls"]
 

@@ -18,7 +18,7 @@ prefix is cached with the prompt when prefill ends, like any computed one.
 `backlog(now)` is the router's view of load: seconds of work queued and
 running, with queued work estimated from the match at routing time.
 
-A measured GPU preset (`model/gpu.py`) gives the replica its `timing`
+A measured GPU preset (`model/gpus/gpu.py`) gives the replica its `timing`
 instead, (uncached tokens, tokens before them) -> seconds of one pass; the
 lab's own preset keeps the formula above, written out where it is used.
 """
@@ -26,8 +26,8 @@ lab's own preset keeps the formula above, written out where it is used.
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from .radix import Node, RadixTree
-from .traffic import Request
+from model.radix import Node, RadixTree
+from model.sources.traffic import Request
 
 __all__ = ["Replica", "Served"]
 

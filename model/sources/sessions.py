@@ -19,8 +19,8 @@ lab mode sends it): the load the traffic settings ask for.
 
 import math
 
-from .config import Scenario
-from .traffic import Request, Session, TooManyRequests, _system_segments, sessions
+from model.config import Scenario
+from model.sources.traffic import Request, Session, TooManyRequests, _system_segments, sessions
 
 __all__ = ["ChatSessions"]
 

@@ -56,10 +56,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Scenario, ScenarioError, spec_of
-from .engine import simulate
-from .metrics import RequestRecord, Result
-from .traffic import Request
+from model.config import Scenario, ScenarioError, spec_of
+from model.engine import simulate
+from model.metrics import RequestRecord, Result
+from model.sources.traffic import Request
 
 __all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_INPUT_TOKENS", "MAX_LINE_BYTES", "MAX_OUTPUT_TOKENS", "MAX_TIMESTAMP_MS", "TraceError", "TraceInfo", "TraceReuse", "read_trace",
            "replay", "replay_scenario", "scan_trace", "trace_lines", "trace_reuse"]

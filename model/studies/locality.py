@@ -24,10 +24,10 @@ table (Pyodide) as the command line prints.
 
 from typing import Any
 
-from .config import Scenario
-from .engine import simulate
-from .metrics import Result, percentile
-from .presets import NAMED, scenario_of
+from model.config import Scenario
+from model.engine import simulate
+from model.metrics import Result, percentile
+from model.presets import NAMED, scenario_of
 
 __all__ = ["NOTE", "ROUTES", "locality_comparison"]
 

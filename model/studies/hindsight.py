@@ -12,10 +12,10 @@ come on the best alternative: max(0, TTFT as chosen - best other TTFT).
 from collections.abc import Callable
 from typing import Any
 
-from .config import Scenario, ScenarioError
-from .engine import Run, simulate
-from .routers import BoundedHash, Cost, SGLang, View
-from .serving_run import ServingRun
+from model.config import Scenario, ScenarioError
+from model.engine import Run, simulate
+from model.engines.serving_run import ServingRun
+from model.routing.routers import BoundedHash, Cost, SGLang, View
 
 __all__ = ["explain"]
 

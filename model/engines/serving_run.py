@@ -13,13 +13,11 @@ session has sent its last turn and every answer is out.
 
 from collections.abc import Iterable, Sequence
 
-from .closed import looped_source
-from .config import Scenario
-from .dispatch import Dispatcher, held_elsewhere
-from .explainers import fetch_s, link_bytes_per_s
-from .hardware import profile_of
-from .loop import ARRIVE, SAMPLE, EventLoop
-from .metrics import (
+from model.config import Scenario
+from model.engines.serving import Seq, ServingReplica
+from model.gpus.hardware import profile_of
+from model.loop import ARRIVE, SAMPLE, EventLoop
+from model.metrics import (
     BINS,
     RequestRecord,
     Result,
@@ -32,9 +30,11 @@ from .metrics import (
     ratio,
     slo_shares,
 )
-from .serving import Seq, ServingReplica
-from .sessions import ChatSessions
-from .traffic import Request
+from model.routing.dispatch import Dispatcher, held_elsewhere
+from model.sources.closed import looped_source
+from model.sources.sessions import ChatSessions
+from model.sources.traffic import Request
+from model.studies.explainers import fetch_s, link_bytes_per_s
 
 __all__ = ["ServingRun"]
 
@@ -54,7 +54,7 @@ class ServingRun:
         if fleet.fetch != "off":
             self.notes += (f"fleet.fetch={fleet.fetch} is modelled in lab mode only: this serving run recomputes "
                            "what a peer holds",)
-        # agent runs and closed users (model/agents.py, model/closed.py) send each request when the one before is
+        # agent runs and closed users (model/sources/agents.py, model/sources/closed.py) send each request when the one before is
         # answered, as chat sessions do
         self.agents = looped_source(scenario, limit) if requests is None else None
         self.source = ChatSessions(scenario, limit) if requests is None and self.agents is None else None

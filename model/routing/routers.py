@@ -22,17 +22,17 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from .explainers import fetch_plan, fleet_link
-from .hardware import profile_of
-from .memory import Memory
-from .rng import stream
-from .sglang import Decision, SGLangRouter, VLLMRouterRule
-from .text import CHARS_PER_TOKEN, Renderer
+from model.gpus.hardware import profile_of
+from model.memory import Memory
+from model.rng import stream
+from model.routing.sglang import Decision, SGLangRouter, VLLMRouterRule
+from model.routing.text import CHARS_PER_TOKEN, Renderer
+from model.studies.explainers import fetch_plan, fleet_link
 
 if TYPE_CHECKING:
-    from .config import Scenario
-    from .radix import RadixTree
-    from .traffic import Request
+    from model.config import Scenario
+    from model.radix import RadixTree
+    from model.sources.traffic import Request
 
 
 class Routable(Protocol):

@@ -1,10 +1,10 @@
 """A GPU as measured: one forward pass priced from coefficients fitted to published kernel timings.
 
-Where the spec-sheet presets of `model/hardware.py` divide FLOPs by a share
+Where the spec-sheet presets of `model/gpus/hardware.py` divide FLOPs by a share
 of the datasheet's peak, a measured preset prices each operation of a
 transformer layer by what it does and by coefficients fitted, per GPU, to
 Vidur's per-operation profiles (`lab/common/profiles.py` fits them, at fit time;
-`model/gpufits.py` holds the results as plain numbers). The names:
+`model/gpus/gpufits.py` holds the results as plain numbers). The names:
 
     m = tokens in the pass, k × n a weight matrix, b bytes per value, T = `tile`
     rows(m)       = m below one tile (a skinny pass), else m rounded up to whole tiles of T
@@ -24,7 +24,7 @@ priced from its FLOPs and bytes (`prefill_attention_s`, `decode_kv_s`):
     seconds = max(FLOPs / attention_flops_per_s(L), bytes / gemm_bytes_per_s),  L = sqrt(2 × pairs)
 
 `attention` holds FlashAttention-2's published forward speeds against
-sequence length (`model/gpufits.py` cites them); L is the length of the
+sequence length (`model/gpus/gpufits.py` cites them); L is the length of the
 square causal problem with as many pairs, and between two published lengths
 the speed is interpolated linearly (held flat outside them). A decode token
 reads its sequence's KV at the rate the fit reads weights. The LM head is

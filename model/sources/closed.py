@@ -36,11 +36,11 @@ repeats nothing of its own). Affinity routers hash the conversation
 import random
 from collections.abc import Callable
 
-from .agents import AgentRuns
-from .config import Scenario, closed_tail
-from .loop import ARRIVE, EventLoop
-from .rng import stream
-from .traffic import Request, TooManyRequests
+from model.config import Scenario, closed_tail
+from model.loop import ARRIVE, EventLoop
+from model.rng import stream
+from model.sources.agents import AgentRuns
+from model.sources.traffic import Request, TooManyRequests
 
 __all__ = ["ClosedUsers", "looped_source"]
 

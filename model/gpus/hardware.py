@@ -16,8 +16,8 @@ per-request overhead: the article's arithmetic, which its presets keep.
 
 The other GPU presets (Llama, CodeLlama, Qwen) name a measured GPU instead
 (`gpu`, with the model's full `shape`): their passes are priced by
-`model/gpu.py` from coefficients fitted to Vidur's kernel profiles
-(`model/gpufits.py`), with attention from its FLOPs and bytes and the LM
+`model/gpus/gpu.py` from coefficients fitted to Vidur's kernel profiles
+(`model/gpus/gpufits.py`), with attention from its FLOPs and bytes and the LM
 head as one more matrix product. Their `flops_per_s` is then what a long
 pass sustains (8,192 tokens, attention aside), the linear estimate that
 routers' backlogs and the accounting of prefill GPU-seconds use; every time
@@ -37,11 +37,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from .gpu import GpuFit, Measured, Shape, fit_of_text
-from .gpufits import FITS
+from model.gpus.gpu import GpuFit, Measured, Shape, fit_of_text
+from model.gpus.gpufits import FITS
 
 if TYPE_CHECKING:
-    from .config import Scenario
+    from model.config import Scenario
 
 __all__ = ["ARTICLE", "GB", "PRESETS", "SERVING_SHARE", "Preset", "Profile", "build", "kv_room_gb", "profile_of"]
 
@@ -64,7 +64,7 @@ class Preset(NamedTuple):
     hbm_tb_s: float  # HBM bandwidth, TB/s (10**12 bytes a second)
     hbm_gb: float  # memory on the card, for reference
     source: str
-    gpu: str = ""  # a measured GPU (`model/gpufits.py`) pricing the passes; "": the spec-sheet arithmetic above
+    gpu: str = ""  # a measured GPU (`model/gpus/gpufits.py`) pricing the passes; "": the spec-sheet arithmetic above
     shape: Shape | None = None  # the model's full shape, which the measured GPU prices (with `gpu`)
 
 
@@ -76,7 +76,7 @@ ARTICLE14B = "the article's 14B example: 14B parameters, 40 layers, 8 KV heads o
 CODELLAMA13B = ("CodeLlama 13B: 13.016B parameters, 40 layers, 40 KV heads (no grouped-query attention) of 128 "
                 "(Meta's model card and config.json; 800 KiB of KV a token)")
 QWEN14B = "Qwen2.5-14B: 14.7B parameters, 48 layers, 8 KV heads of 128 (Qwen's model card and config.json)"
-MEASURED = "passes priced by the {gpu} fitted to Vidur's kernel profiles (model/gpufits.py)"
+MEASURED = "passes priced by the {gpu} fitted to Vidur's kernel profiles (model/gpus/gpufits.py)"
 # Full shapes (config.json): hidden, MLP, heads, KV heads, gated MLP, vocabulary.
 LLAMA8B_SHAPE = Shape(4096, 14336, 32, 8, True, 128256)
 CODELLAMA13B_SHAPE = Shape(5120, 13824, 40, 40, True, 32016)
@@ -132,7 +132,7 @@ class Profile:
     weight_bytes: float  # parameters × bytes per value: read once by every decode step (0: the lab)
     hbm_bytes_per_s: float  # memory bandwidth (0: no decode figures, the lab)
     peak_flops_per_s: float = 0.0  # peak dense FLOP/s, before utilisation (the roofline's flat part; the lab: its speed)
-    measured: Measured | None = None  # a measured GPU's passes (model/gpu.py); None: the spec-sheet formulas
+    measured: Measured | None = None  # a measured GPU's passes (model/gpus/gpu.py); None: the spec-sheet formulas
 
     @property
     def decodes(self) -> bool:
@@ -279,7 +279,7 @@ def profile_of(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
         notes.append("the lab preset takes its speed from fleet.prefill_tokens_per_s and fleet.overhead_ms; "
                      "hardware.params_b, tflops, utilisation and hbm_tb_s apply to the GPU presets only")
     if PRESETS[preset].gpu and set(overrides) & {"params", "tflops", "utilisation", "hbm_tb_s"}:
-        notes.append(f"{preset} is priced by a GPU fitted to measured kernels (model/gpufits.py): hardware.tflops "
+        notes.append(f"{preset} is priced by a GPU fitted to measured kernels (model/gpus/gpufits.py): hardware.tflops "
                      "and hbm_tb_s move only the roofline's datasheet roof, utilisation applies to the article's "
                      "presets only, and params_b changes the weights' memory, not the speed (the model's shape does)")
     fit = fit_of_text(hw.gpu_fit) if hw.gpu_fit else None  # checked when the scenario was made

@@ -10,12 +10,12 @@ its first token), and sets the two side by side.
 
 from typing import Any
 
-from .agents import fanout_figures
-from .config import Scenario
-from .engine import Run
-from .explainers import money_of
-from .serving_run import ServingRun
-from .traffic import Request
+from model.config import Scenario
+from model.engine import Run
+from model.engines.serving_run import ServingRun
+from model.sources.agents import fanout_figures
+from model.sources.traffic import Request
+from model.studies.explainers import money_of
 
 __all__ = ["RACE", "calls_of", "fanout_race", "run_money"]
 

@@ -1,6 +1,6 @@
 """Queue order: the same serving run first come first served and longest cached prefix first.
 
-`fleet.queue_order=longest_prefix_first` (model/serving.py,
+`fleet.queue_order=longest_prefix_first` (model/engines/serving.py,
 `ServingReplica._longest_prefix_first`) admits, at each step, the waiting
 request whose prompt the replica's tree holds most of, so a prefix is used
 while it is still cached, as SGLang's scheduler does. Its starvation guard:
@@ -14,9 +14,9 @@ one waiting at a time both orders are the same.
 from collections.abc import Callable
 from typing import Any
 
-from .config import Scenario
-from .engine import simulate
-from .metrics import Result
+from model.config import Scenario
+from model.engine import simulate
+from model.metrics import Result
 
 __all__ = ["ORDERS", "queue_compare", "queue_figures"]
 

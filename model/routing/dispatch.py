@@ -13,11 +13,11 @@ request went, and counts what it believed). The engines do the rest.
 
 from collections.abc import Callable, Sequence
 
-from .config import Scenario
-from .memory import Memory
-from .metrics import ratio
-from .routers import Routable, SGLang, View, make_router
-from .traffic import Request
+from model.config import Scenario
+from model.memory import Memory
+from model.metrics import ratio
+from model.routing.routers import Routable, SGLang, View, make_router
+from model.sources.traffic import Request
 
 __all__ = ["Dispatcher", "held_elsewhere"]
 

@@ -20,12 +20,12 @@ from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
-from .config import Scenario
-from .engine import Run
-from .metrics import Result
-from .radix import Clock, Node, RadixTree
-from .serving_run import ServingRun
-from .traffic import Request
+from model.config import Scenario
+from model.engine import Run
+from model.engines.serving_run import ServingRun
+from model.metrics import Result
+from model.radix import Clock, Node, RadixTree
+from model.sources.traffic import Request
 
 __all__ = ["TreeNode", "TreeSnapshot", "simulate_with_trees", "tree_at"]
 

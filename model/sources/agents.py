@@ -38,11 +38,11 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from .config import Scenario, Traffic
-from .loop import ARRIVE, EventLoop
-from .metrics import RequestRecord
-from .rng import stream
-from .traffic import Request, TooManyRequests, _session_starts, _system_segments, _zipf_cumulative
+from model.config import Scenario, Traffic
+from model.loop import ARRIVE, EventLoop
+from model.metrics import RequestRecord
+from model.rng import stream
+from model.sources.traffic import Request, TooManyRequests, _session_starts, _system_segments, _zipf_cumulative
 
 __all__ = ["AgentRun", "AgentRuns", "fanout_figures"]
 

@@ -1,10 +1,10 @@
-"""The measured GPUs' coefficients (see model/gpu.py for what each one means).
+"""The measured GPUs' coefficients (see model/gpus/gpu.py for what each one means).
 
 Written by `bench/gpu_fit.py --write` from the shared Vidur profiles; plain numbers, so the model reads
 no files. `prefix-lab profile fit` makes the same kind of fit from a user's own profile.
 """
 
-from .gpu import FLASH_ATTENTION_2, GpuFit
+from model.gpus.gpu import FLASH_ATTENTION_2, GpuFit
 
 __all__ = ["FITS"]
 
@@ -21,7 +21,7 @@ FITS: dict[str, GpuFit] = {
         ('add', 1.68687e-06, 3.14035e-12),
         ),
         attention=FLASH_ATTENTION_2['a100'],
-        source="fitted by bench/gpu_fit.py to Vidur's 6 A100 MLP profiles (TP 1; Vidur's repository, data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds (model/gpu.py, FLASH_ATTENTION_2)"),
+        source="fitted by bench/gpu_fit.py to Vidur's 6 A100 MLP profiles (TP 1; Vidur's repository, data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds (model/gpus/gpu.py, FLASH_ATTENTION_2)"),
     'h100': GpuFit(
         'h100', tile=128, gemm_bytes_per_s=3184620000000.0, gemm_flops_per_s=702081000000000.0,
         gemm_floor_s=6.65264e-06, blend=2,
@@ -34,5 +34,5 @@ FITS: dict[str, GpuFit] = {
         ('add', 1.44577e-06, 1.62141e-12),
         ),
         attention=FLASH_ATTENTION_2['h100'],
-        source="fitted by bench/gpu_fit.py to Vidur's 4 H100 MLP profiles (TP 1; Vidur's repository, data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds (model/gpu.py, FLASH_ATTENTION_2)"),
+        source="fitted by bench/gpu_fit.py to Vidur's 4 H100 MLP profiles (TP 1; Vidur's repository, data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds (model/gpus/gpu.py, FLASH_ATTENTION_2)"),
 }

@@ -16,7 +16,7 @@ only moves a decode step further left. The peak is the datasheet's dense
 figure, not the share of it prefill reaches in the simulation (`utilisation`),
 so the ridge is the article's 989 / 3.35 = 295 FLOPs per byte.
 
-A measured preset (`model/gpu.py`) adds the fitted model's own curve: for
+A measured preset (`model/gpus/gpu.py`) adds the fitted model's own curve: for
 a pass of t tokens, the FLOPs of one layer's matrix products over the
 seconds the fit gives that layer's non-attention operations, drawn at the
 same intensity as the roof's point for t (`model_curve`). It sits below
@@ -31,12 +31,12 @@ the same in CPython and Pyodide.
 
 from typing import TYPE_CHECKING, Any
 
-from .explainers import explainer_profile
-from .gpu import layer_flops, layer_s
-from .hardware import Profile
+from model.gpus.gpu import layer_flops, layer_s
+from model.gpus.hardware import Profile
+from model.studies.explainers import explainer_profile
 
 if TYPE_CHECKING:
-    from .config import Scenario
+    from model.config import Scenario
 
 __all__ = ["CURVE_TOKENS", "attainable_flops_per_s", "intensity", "model_curve", "model_tflops", "ridge", "roofline",
            "roofline_of", "tokens_to_ridge"]
