@@ -11,9 +11,9 @@ The dotted keys are a contract shared with the page URL and the CLI:
 `hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `roofline.*`, `slo.*`, `events`. Unknown keys
 are errors, never ignored. `fleet.decode` picks the mode: false (the default)
 is the seed's lab model, prefill only; true is serving mode
-(`model/serving.py`). `traffic.kind` picks the request source (chat sessions,
+(`model/engines/serving.py`). `traffic.kind` picks the request source (chat sessions,
 agent runs or a closed population of users); `crossover.*`, `transfer.*` and `money.*` are the inputs of
-the explainers (`model/explainers.py`, `model/roofline.py`), which no run
+the explainers (`model/studies/explainers.py`, `model/studies/roofline.py`), which no run
 reads except `transfer.*`'s link speeds when `fleet.fetch` is on or a
 split fleet hands KV over (`fleet.handoff`); `slo.*` are the targets
 serving mode's results measure against.
@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .gpu import FIT_TEXT_MAX, fit_of_text
-from .hardware import PRESETS
-from .routers import ROUTERS
+from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
+from model.gpus.hardware import PRESETS
+from model.routing.routers import ROUTERS
 
 __all__ = [
     "DYNAMIC_TEXT",
@@ -198,7 +198,7 @@ class Traffic(_Section):
     user_min: int = _spec(40, 1, 100_000, doc="fewest tokens in a user turn")
     user_max: int = _spec(240, 1, 100_000, doc="most tokens in a user turn")
     answer_mean: int = _spec(220, 1, 100_000, doc="mean tokens in an answer")
-    # the request source: the seed's chat sessions, or agent runs (model/agents.py)
+    # the request source: the seed's chat sessions, or agent runs (model/sources/agents.py)
     kind: str = _spec("chat", choices=TRAFFIC_KINDS, doc="request source: chat sessions, agent runs or closed users")
     agent_rate: float = _spec(0.1, 0.001, 10.0, page=(0.02, 1, 0.02), doc="agent: new agent runs per second (Poisson)")
     agent_steps: float = _spec(20.0, 1.0, 200.0, doc="agent: mean calls per run (geometric, at least 1)")
@@ -216,7 +216,7 @@ class Traffic(_Section):
     agent_branch_tokens: int = _spec(200, 1, 100_000, doc="agent: tokens of each sub-call's own instruction")
     agent_warm_first: bool = _spec(False, doc="agent: send one sub-call of a fan-out first and the rest at its first "
                                               "token, so they find the shared prefix cached (false: all at once)")
-    # a closed population of users (model/closed.py): each sends its next request when its answer is out
+    # a closed population of users (model/sources/closed.py): each sends its next request when its answer is out
     users: int = _spec(30, 1, 1000, doc="closed: users, each sending its next request only once its last answer is out")
     think_s: float = _spec(0.0, 0.0, 3600.0, doc="closed: mean seconds a user thinks between an answer and its next "
                                                  "request (uniform, half to one and a half times; 0: at once)")
@@ -253,7 +253,7 @@ class Fleet(_Section):
     token_budget: int = _spec(2048, 16, 1_000_000, page=(256, 16384, 256),
                               doc="serving mode: tokens one step may compute (decode tokens count one each)")
     max_running: int = _spec(256, 1, 4096, doc="serving mode: most sequences a replica runs at once")
-    # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
+    # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/studies/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
     # serving mode: prefill and decode on separate replicas when both are above 0 (else co-located: each
@@ -293,7 +293,7 @@ class Routing(_Section):
                                doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")
     load_multiple: float = _spec(2.0, 1.0, 100.0, page=(1, 6, 0.25),
                                  doc="prefix_load_aware: reroute past this many times the median in-flight count")
-    # sglang and vllm_router: sgl-router 0.3.2's cache_aware settings, as its launcher gives them (model/sglang.py)
+    # sglang and vllm_router: sgl-router 0.3.2's cache_aware settings, as its launcher gives them (model/routing/sglang.py)
     cache_threshold: float = _spec(0.3, 0.0, 1.0, page=(0, 1, 0.05),
                                    doc="sglang, vllm_router: follow its tree's best match only above this share of "
                                        "the prompt")

@@ -18,16 +18,16 @@ from heapq import heappush
 from operator import attrgetter
 from typing import NamedTuple
 
-from .closed import looped_source
-from .config import Scenario
-from .dispatch import Dispatcher, held_elsewhere
-from .explainers import fetch_plan, fleet_link
-from .hardware import Profile, profile_of
-from .loop import ARRIVE, FINISH, SAMPLE, EventLoop
-from .metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
-from .replica import Replica, Served
-from .serving_run import ServingRun
-from .traffic import Request, generate
+from model.config import Scenario
+from model.engines.replica import Replica, Served
+from model.engines.serving_run import ServingRun
+from model.gpus.hardware import Profile, profile_of
+from model.loop import ARRIVE, FINISH, SAMPLE, EventLoop
+from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
+from model.routing.dispatch import Dispatcher, held_elsewhere
+from model.sources.closed import looped_source
+from model.sources.traffic import Request, generate
+from model.studies.explainers import fetch_plan, fleet_link
 
 __all__ = ["Run", "simulate"]
 
@@ -84,8 +84,8 @@ class Run:
         if fleet.queue_order != "fcfs":
             self.notes += (f"fleet.queue_order={fleet.queue_order} is modelled in serving mode only: lab mode's "
                            "replicas serve first come first served",)
-        # agent runs and closed users send each request when the one before is answered (model/agents.py,
-        # model/closed.py); chat is a fixed list
+        # agent runs and closed users send each request when the one before is answered (model/sources/agents.py,
+        # model/sources/closed.py); chat is a fixed list
         self.agents = looped_source(scenario, limit) if requests is None else None
         if self.agents is not None:
             self.requests: Iterable[Request] = self.agents.sent  # grows as calls are sent

@@ -12,9 +12,9 @@ the run: None (give the run `limit`, and it stops past it with
 `TooManyRequests`).
 """
 
-from .agents import _draw
-from .config import Scenario
-from .traffic import TooManyRequests, sessions
+from model.config import Scenario
+from model.sources.agents import _draw
+from model.sources.traffic import TooManyRequests, sessions
 
 __all__ = ["sent_at_most"]
 

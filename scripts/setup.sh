@@ -14,7 +14,7 @@ if [ -f package-lock.json ]; then
 fi
 
 # Playwright cannot download its own browser everywhere; fall back to Debian's.
-if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" >/dev/null 2>&1; then
+if ! PYTHONPATH=tests .venv/bin/python -c "from support.browser import find_browser; find_browser()" >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
@@ -24,6 +24,6 @@ if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" 
 fi
 
 # Build the site once, for `serve` and for the tests (which copy it while it is current with the sources);
-# the memory snapshot and the precompiled standard library are cached by their inputs (lab/snapshot.py,
-# lab/stdlib.py) for any later build.
+# the memory snapshot and the precompiled standard library are cached by their inputs (lab/site/snapshot.py,
+# lab/site/stdlib.py) for any later build.
 .venv/bin/python -m lab build --out site

@@ -6,10 +6,10 @@ import json
 import pytest
 from conftest import cli_json
 
-from lab import figures, view
-from lab.cli import main
-from lab.fitfile import fit_to_json
-from lab.urlstate import read_hash, write_hash
+from lab.cli.main import main
+from lab.page import figures, view
+from lab.page.fitfile import fit_to_json
+from lab.page.urlstate import read_hash, write_hash
 from model import FITS, PRESETS, Scenario, ScenarioError, fit_of_text, fit_text, profile_of, simulate
 
 MEASURED = {"hardware.preset": "llama8b_a100", "fleet.decode": "true"}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from helpers import everything
 
-from lab.build import _write_wheel, pyodide_dir
-from lab.view import handle
+from lab.page.view import handle
+from lab.site.build import _write_wheel, pyodide_dir
 from model import Scenario, simulate
 
 HERE = Path(__file__).resolve().parent

@@ -21,7 +21,7 @@ from router_harness import RouterSession, installed  # noqa: E402
 
 from model import Scenario, SGLangRouter  # noqa: E402
 from model.engine import Run  # noqa: E402
-from model.text import Renderer  # noqa: E402
+from model.routing.text import Renderer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not installed("sglang") and not os.environ.get("CI"),  # CI installs it: fail there
                                 reason="sglang-router is not installed (the test extra pins it: pip install -e '.[test]')")

@@ -85,7 +85,7 @@ def test_a_gpu_fit_chosen_on_the_page_prices_the_run_as_the_command_line_does_an
         fresh_lab, tmp_path):
     from conftest import expected_metrics
 
-    from lab.fitfile import fit_to_json
+    from lab.page.fitfile import fit_to_json
     from model import FITS, fit_text
 
     page = fresh_lab
