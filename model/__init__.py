@@ -27,7 +27,7 @@ from model.config import (
     parse_events,
     spec_of,
 )
-from model.engine import Run, simulate
+from model.engines.lab import Run
 from model.engines.replica import Replica
 from model.engines.serving_run import ServingRun
 from model.gpus.gpu import (
@@ -56,6 +56,7 @@ from model.requests import sent_at_most
 from model.rng import stream
 from model.routing.routers import ROUTERS, View
 from model.routing.sglang import SGLangRouter, VLLMRouterRule
+from model.run import simulate
 from model.sources.agents import fanout_figures
 from model.sources.trace import (
     BLOCK_TOKENS,

@@ -491,10 +491,23 @@ class Scenario:
         _check(self)
 
     @property
+    def serving(self) -> bool:
+        """Serving mode (`fleet.decode`): replicas decode each answer in batches. Else lab mode, the seed's model."""
+        return self.fleet.decode
+
+    def in_serving_mode(self, values: dict[str, Any] | None = None) -> "Scenario":
+        """A copy in serving mode, with dotted keys set to typed values too (a study that runs both ways)."""
+        return self.with_values({"fleet.decode": True, **(values or {})})
+
+    def in_lab_mode(self, values: dict[str, Any] | None = None) -> "Scenario":
+        """A copy in lab mode, with dotted keys set to typed values too."""
+        return self.with_values({"fleet.decode": False, **(values or {})})
+
+    @property
     def split(self) -> bool:
         """Serving mode with prefill and decode on separate replicas (`fleet.prefill_replicas`, `decode_replicas`)."""
         f = self.fleet
-        return f.decode and f.prefill_replicas > 0 and f.decode_replicas > 0
+        return self.serving and f.prefill_replicas > 0 and f.decode_replicas > 0
 
     @property
     def gpus(self) -> int:
@@ -776,7 +789,7 @@ def _check(s: Scenario) -> None:
         raise ScenarioError(f"fleet.decode_replicas: {f.prefill_replicas} prefill and {f.decode_replicas} decode "
                             f"replicas make {f.prefill_replicas + f.decode_replicas} GPUs, more than the lab's "
                             f"{_num_text(most)}; use fewer")  # type: ignore[arg-type]
-    if f.decode and f.token_budget < f.max_running:
+    if s.serving and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")
     for key, part, whole in (("crossover.new_tokens", s.crossover.new_tokens, s.crossover.prompt_tokens),

@@ -7,7 +7,7 @@ import pytest
 
 from lab.cli.main import main
 from model import Scenario
-from model.engine import Run
+from model.engines.lab import Run
 from model.routing.text import Renderer
 
 HEADER = {"router": "sglang-router 0.3.2", "policy": "cache_aware", "workers": 4, "tie_order": [0, 1, 2, 3],

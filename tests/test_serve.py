@@ -124,7 +124,7 @@ def test_the_wheel_is_pure_python_and_reproducible(server, tmp_path):
     built = json.loads((server["site"] / "build.json").read_text())
     wheel = server["site"] / built["wheel"]
     names = zipfile.ZipFile(wheel).namelist()
-    assert "model/engine.py" in names and "lab/page/view.py" in names and "missions/__init__.py" in names
+    assert "model/engines/lab.py" in names and "lab/page/view.py" in names and "missions/__init__.py" in names
     assert all(n.endswith(".py") or ".dist-info/" in n for n in names)
     again = tmp_path / build._write_wheel(tmp_path / "wheels")
     assert again.read_bytes() == wheel.read_bytes()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import RadixTree, Scenario
-from model.engine import Run
+from model.engines.lab import Run
 from model.radix import Clock
 from model.studies.tree import _stepped
 

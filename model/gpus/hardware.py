@@ -261,12 +261,12 @@ OVERRIDES = {  # scenario key (hardware.*) -> Preset field, and the factor from 
 def profile_of(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
     """The profile a scenario runs on, and notes on what was changed to get it.
 
-    Serving mode (`fleet.decode`) needs a bandwidth figure: with the lab preset it runs on the
+    Serving mode (`Scenario.serving`) needs a bandwidth figure: with the lab preset it runs on the
     article's preset instead, and the notes say so.
     """
     hw, notes = scenario.hardware, []
     preset = hw.preset
-    if scenario.fleet.decode and not PRESETS[preset].hbm_tb_s:
+    if scenario.serving and not PRESETS[preset].hbm_tb_s:
         preset = ARTICLE
         notes.append(f"serving mode needs real hardware figures: the lab preset has none for decode, "
                      f"so this run uses {ARTICLE} ({PRESETS[ARTICLE].label})")

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from model.config import Scenario, ScenarioError, spec_of
-from model.engine import simulate
 from model.metrics import RequestRecord, Result
+from model.run import simulate
 from model.sources.traffic import Request
 
 __all__ = ["AFFINITY_TOKENS", "BLOCK_TOKENS", "MAX_INPUT_TOKENS", "MAX_LINE_BYTES", "MAX_OUTPUT_TOKENS", "MAX_TIMESTAMP_MS", "TraceError", "TraceInfo", "TraceReuse", "read_trace",

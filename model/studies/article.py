@@ -11,8 +11,8 @@ its first token), and sets the two side by side.
 from typing import Any
 
 from model.config import Scenario
-from model.engine import Run
-from model.engines.serving_run import ServingRun
+from model.engines.lab import Run
+from model.run import AnyRun, start
 from model.sources.agents import fanout_figures
 from model.sources.traffic import Request
 from model.studies.explainers import money_of
@@ -24,15 +24,15 @@ __all__ = ["RACE", "calls_of", "fanout_race", "run_money"]
 RACE = {"traffic.kind": "agent", "traffic.agent_fanout": "8", "fleet.memory_gb": "16", "router.kind": "cache_aware"}
 
 
-def calls_of(run: Run | ServingRun) -> list[tuple[Request, float]]:
+def calls_of(run: AnyRun) -> list[tuple[Request, float]]:
     """A finished run's served requests with the time of each one's first token, in send order."""
     if isinstance(run, Run):
         return sorted(((s.request, s.start_s + s.prefill_s) for s in run.served), key=lambda c: c[0].id)
     return sorted(((s.request, s.first_token_s) for s in run.served), key=lambda c: c[0].id)
 
 
-def _finished(scenario: Scenario) -> tuple[Run | ServingRun, Any]:
-    run: Run | ServingRun = ServingRun(scenario) if scenario.fleet.decode else Run(scenario)
+def _finished(scenario: Scenario) -> tuple[AnyRun, Any]:
+    run: AnyRun = start(scenario)
     return run, run.finish()
 
 

@@ -129,7 +129,7 @@ def link_bytes_per_s(section: "Transfer", tier: str) -> float:
 def fleet_link(scenario: "Scenario") -> float | None:
     """Bytes a second of the link lab mode's replicas fetch over (`fleet.fetch`); None if off or in serving mode."""
     tier = scenario.fleet.fetch
-    if tier == "off" or scenario.fleet.decode:
+    if tier == "off" or scenario.serving:
         return None
     return link_bytes_per_s(scenario.transfer, tier)
 
@@ -247,7 +247,7 @@ def explainer_profile(scenario: "Scenario") -> tuple[Profile, tuple[str, ...]]:
     """The profile the time-based explainers price: the scenario's, or with the lab preset the article's."""
     if scenario.hardware.preset != "lab":
         return profile_of(scenario)[0], ()
-    profile, _ = profile_of(scenario.with_values({"hardware.preset": ARTICLE, "fleet.decode": False}))
+    profile, _ = profile_of(scenario.in_lab_mode({"hardware.preset": ARTICLE}))
     return profile, (f"the lab preset has no FLOP figures, so these figures use {ARTICLE} "
                      f"({PRESETS[ARTICLE].label}) with any hardware.* keys given",)
 

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from model.config import Scenario, ScenarioError
-from model.engine import Run, simulate
-from model.engines.serving_run import ServingRun
 from model.routing.routers import BoundedHash, Cost, SGLang, View
+from model.run import simulate, start
 
 __all__ = ["explain"]
 
@@ -52,7 +51,7 @@ def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | Non
 
 def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     """The decision for `request_id` as the router saw it, with the TTFT every replica would have given."""
-    run = ServingRun(scenario) if scenario.fleet.decode else Run(scenario)
+    run = start(scenario)
     policy = run.dispatch.policy
     own = policy if isinstance(policy, SGLang) else None  # a router with its own index: its beliefs are its own
     if own is not None:

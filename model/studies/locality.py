@@ -25,9 +25,9 @@ table (Pyodide) as the command line prints.
 from typing import Any
 
 from model.config import Scenario
-from model.engine import simulate
 from model.metrics import Result, percentile
 from model.presets import NAMED, scenario_of
+from model.run import simulate
 
 __all__ = ["NOTE", "ROUTES", "locality_comparison"]
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from model.config import Scenario
-from model.engine import simulate
 from model.metrics import Result
+from model.run import simulate
 
 __all__ = ["ORDERS", "queue_compare", "queue_figures"]
 
@@ -35,9 +35,9 @@ def queue_figures(result: Result) -> dict[str, Any]:
 def queue_compare(scenario: Scenario, run: Callable[[Scenario], Result] = simulate) -> dict[str, Any]:
     """The scenario in serving mode under each queue order. Keys: guard_s, fcfs and longest_prefix_first
     (`queue_figures`), notes ([str]). `run` simulates (the page passes one that remembers recent runs)."""
-    notes = [] if scenario.fleet.decode else ["queue order is modelled in serving mode: both runs decode"]
+    notes = [] if scenario.serving else ["queue order is modelled in serving mode: both runs decode"]
     out: dict[str, Any] = {"guard_s": scenario.fleet.queue_guard_s}
     for order in ORDERS:
-        out[order] = queue_figures(run(scenario.with_values({"fleet.decode": True, "fleet.queue_order": order})))
+        out[order] = queue_figures(run(scenario.in_serving_mode({"fleet.queue_order": order})))
     out["notes"] = notes
     return out

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from model.config import Scenario
-from model.engine import simulate
 from model.metrics import Result
+from model.run import simulate
 
 __all__ = ["SLO_SHARE", "split_compare", "split_figures"]
 
@@ -58,7 +58,7 @@ def split_compare(scenario: Scenario, run: Callable[[Scenario], Result] = simula
     (the page passes one that remembers recent runs).
     """
     f, notes = scenario.fleet, []
-    if not f.decode:
+    if not scenario.serving:
         notes.append("the split is a serving-mode setup: both runs decode (fleet.decode=true)")
     if f.prefill_replicas and f.decode_replicas:
         prefill, decode = f.prefill_replicas, f.decode_replicas
@@ -66,7 +66,7 @@ def split_compare(scenario: Scenario, run: Callable[[Scenario], Result] = simula
         prefill = max(1, f.replicas // 4)
         decode = f.replicas - prefill
     gpus = prefill + decode
-    together = scenario.with_values({"fleet.decode": True, "fleet.replicas": gpus, "fleet.prefill_replicas": 0,
+    together = scenario.in_serving_mode({"fleet.replicas": gpus, "fleet.prefill_replicas": 0,
                                      "fleet.decode_replicas": 0})
     out: dict[str, Any] = {"gpus": gpus, "prefill_replicas": prefill, "decode_replicas": decode,
                            "slo": {"ttft_ms": scenario.slo.ttft_ms, "tbt_ms": scenario.slo.tbt_ms, "share": SLO_SHARE},

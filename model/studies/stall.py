@@ -17,6 +17,7 @@ from typing import Any
 
 from model.config import Scenario
 from model.engines.serving_run import ServingRun
+from model.run import start
 from model.sources.traffic import Request
 from model.studies.explainers import explainer_profile
 
@@ -37,7 +38,8 @@ def _one(scenario: Scenario, long_tokens: int | None) -> dict[str, Any]:
     requests = [_request(i, 0.0, CO_PROMPT, CO_ANSWER) for i in range(CO_RUNNERS)]
     if long_tokens is not None:
         requests.append(_request(CO_RUNNERS, JOIN_S, long_tokens, 2))
-    run = ServingRun(scenario, requests)
+    run = start(scenario, requests)  # in serving mode (`stall_demo` made it so): a ServingRun
+    assert isinstance(run, ServingRun)
     replica = run.replicas[0]
     replica.token_steps = []
     result = run.finish()
@@ -60,7 +62,7 @@ def stall_demo(scenario: Scenario) -> dict[str, Any]:
     """
     profile, notes = explainer_profile(scenario)
     n = scenario.roofline.prefill_tokens
-    base = scenario.with_values({"fleet.decode": True, "hardware.preset": profile.preset, "fleet.replicas": 1,
+    base = scenario.in_serving_mode({"hardware.preset": profile.preset, "fleet.replicas": 1,
                                  "fleet.prefill_replicas": 0, "fleet.decode_replicas": 0, "fleet.cache": False,
                                  "fleet.memory_gb": None, "fleet.max_running": min(scenario.fleet.max_running,
                                                                                    scenario.fleet.token_budget)})

@@ -21,10 +21,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
 from model.config import Scenario
-from model.engine import Run
-from model.engines.serving_run import ServingRun
 from model.metrics import Result
 from model.radix import Clock, Node, RadixTree
+from model.run import AnyRun, start
 from model.sources.traffic import Request
 
 __all__ = ["TreeNode", "TreeSnapshot", "simulate_with_trees", "tree_at"]
@@ -90,7 +89,7 @@ def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | Non
     `recent_s` (default: a twentieth of the run's window) is how far back "recently hit", "new" and
     "evicted" look; with `at_s` None they look back from the end of the window, `duration_s`. `requests` and `limit` are `simulate`'s.
     """
-    run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, requests, limit)
+    run: AnyRun = start(scenario, requests, limit)
     return _stepped(run, scenario, at_s, recent_s)
 
 
@@ -98,12 +97,12 @@ def simulate_with_trees(scenario: Scenario, limit: int | None = None, requests: 
                         ) -> tuple[Result, tuple[TreeSnapshot, ...]]:
     """`simulate(scenario, requests, limit)` and `tree_at(scenario, requests=requests, limit=limit)` from one run
     instead of two: equal to both."""
-    run: Run | ServingRun = (ServingRun if scenario.fleet.decode else Run)(scenario, requests, limit)
+    run: AnyRun = start(scenario, requests, limit)
     trees = _stepped(run, scenario, None, None)
     return run.finish(), trees  # every event has run: finish() only measures
 
 
-def _stepped(run: "Run | ServingRun", scenario: Scenario, at_s: float | None, recent_s: float | None
+def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: float | None
              ) -> tuple[TreeSnapshot, ...]:
     """Step `run` up to `at_s` (None: to its end), noting when each tree's clock moved; snapshot every tree."""
     recent = scenario.duration_s / 20 if recent_s is None else max(0.0, recent_s)

@@ -1,10 +1,8 @@
-"""Run one scenario: route every request, serve it, measure what happened.
+"""Lab mode's run: route every request, prefill it, measure what happened (the seed's model, frozen).
 
-`simulate` picks the replica engine by `fleet.decode`: lab mode (this
-module's `Run`, the seed's prefill-only model, frozen) or serving mode
-(`serving_run.ServingRun`, continuous batching with decode). Both take
-their speed and KV size from the scenario's hardware profile; lab mode's
-`lab` preset is the seed's figures, exactly.
+`model.run.start` chooses this engine or serving mode's (`engines.serving_run.ServingRun`,
+continuous batching with decode). Both take their speed and KV size from the scenario's
+hardware profile; lab mode's `lab` preset is the seed's figures, exactly.
 
 Order of events at one instant: prefill completions first (so a freed
 replica and its newly cached answer are visible), then arrivals, then the
@@ -20,7 +18,6 @@ from typing import NamedTuple
 
 from model.config import Scenario
 from model.engines.replica import Replica, Served
-from model.engines.serving_run import ServingRun
 from model.gpus.hardware import Profile, profile_of
 from model.loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
@@ -29,37 +26,9 @@ from model.sources.closed import looped_source
 from model.sources.traffic import Request, generate
 from model.studies.explainers import fetch_plan, fleet_link
 
-__all__ = ["Run", "simulate"]
+__all__ = ["Run"]
 
 _REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
-
-
-def simulate(scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
-             force: dict[int, int] | None = None, keep_records: bool = True,
-             on_record: Callable[[RequestRecord], None] | None = None) -> Result:
-    """Simulate `scenario` from its seed; same scenario, same result, to the bit.
-
-    `requests` come from a request source, in arrival order; by default the
-    scenario's own synthetic chat traffic (`traffic.generate`; in serving mode
-    `sessions.ChatSessions`, whose sessions wait for their answers), which
-    stops with `TooManyRequests` past `limit` requests. Any iterable will do
-    (a trace read as a stream): a run takes the next request only when the
-    one before it arrives. `force` overrides the router's choice for some
-    requests (request id -> replica), for counterfactuals.
-
-    Each request's record goes to `on_record`, in arrival order. With
-    `keep_records=False` a lab-mode run measures each request as it is served
-    and keeps no record (`Result.records` is empty), so its memory does not
-    grow with the run's length; every figure is the same. Serving mode keeps
-    its records either way (its measures read them all).
-    """
-    if scenario.fleet.decode:
-        result = ServingRun(scenario, requests, limit, force).finish()
-        if on_record is not None:
-            for rec in result.records:
-                on_record(rec)
-        return result
-    return Run(scenario, requests, limit, force, keep_records, on_record).finish()
 
 
 class Run:
