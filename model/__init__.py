@@ -54,8 +54,9 @@ from model.presets import NAMED, scenario_of
 from model.radix import RadixTree
 from model.requests import sent_at_most
 from model.rng import stream
-from model.routing.routers import ROUTERS, View
+from model.routing.policies import ROUTERS
 from model.routing.sglang import SGLangRouter, VLLMRouterRule
+from model.routing.view import View
 from model.run import simulate
 from model.sources.agents import fanout_figures
 from model.sources.trace import (

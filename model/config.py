@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
 from model.gpus.hardware import PRESETS
-from model.routing.routers import ROUTERS
+from model.routing.policies import ROUTERS
 
 __all__ = [
     "DYNAMIC_TEXT",

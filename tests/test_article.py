@@ -30,7 +30,8 @@ from model import (
     transfer_of,
     warm_ttft_s,
 )
-from model.routing.routers import CacheAware, Cost
+from model.routing.policies.cache_aware import CacheAware
+from model.routing.policies.cost import Cost
 from model.studies.explainers import HOURS_PER_MONTH, Prices, api_bill, prices_of
 
 ARTICLE = build("article_14b_h100")

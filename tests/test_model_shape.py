@@ -55,3 +55,27 @@ def test_a_started_run_finishes_as_simulate_does(mode):
     run = start(scenario)
     assert type(run).__name__ == ("ServingRun" if mode else "Run")
     assert run.finish().to_dict() == simulate(scenario).to_dict()
+
+
+def test_every_surface_reads_the_router_registry():
+    """A router is one file of model/routing/policies/ and one line of its FILES: nothing else lists routers."""
+    from lab.page.controls import CONTROLS
+    from lab.page.glossary import brief, explain
+    from model import ROUTERS, Scenario, spec_of
+    from model.routing.policies import FILES
+
+    assert spec_of("router.kind").choices == tuple(ROUTERS)
+    menu = next(c for c in CONTROLS if c.key == "router.kind")
+    assert menu.labels == tuple(p.label for p in ROUTERS.values())
+    for key, policy in ROUTERS.items():
+        assert explain(key) == policy.help and brief(key) == policy.brief, key
+        assert Scenario().with_text({"router.kind": key}).router.kind == key
+    files = sorted(p.stem for p in (ROOT / "model" / "routing" / "policies").glob("*.py") if p.stem != "__init__")
+    assert sorted(FILES) == files, "every policy file is listed in FILES, once"
+
+
+def test_a_policy_that_compares_something_says_what_to_the_hindsight_explainer():
+    from model import ROUTERS
+
+    blind = {key for key, p in ROUTERS.items() if not hasattr(p, "scores")}
+    assert blind == {"round_robin", "random", "consistent_hash"}

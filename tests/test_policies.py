@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 
 from model import Run, Scenario, View, simulate, stream
 from model.memory import Memory
-from model.routing.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware
+from model.routing.policies.bounded_hash import BoundedHash
+from model.routing.policies.consistent_hash import ConsistentHash
+from model.routing.policies.cost import Cost
+from model.routing.policies.power_of_two import PowerOfTwo
+from model.routing.policies.prefix_load_aware import PrefixLoadAware
 
 
 def scenario(**text):

@@ -6,7 +6,11 @@ import pytest
 from helpers import busy, fleet, request
 
 from model import ROUTERS, Routing, Scenario, ScenarioError, View, describe, spec_of, stream
-from model.routing.routers import CacheAware, ConsistentHash, LeastLoaded, RandomChoice, RoundRobin
+from model.routing.policies.cache_aware import CacheAware
+from model.routing.policies.consistent_hash import ConsistentHash
+from model.routing.policies.least_loaded import LeastLoaded
+from model.routing.policies.random_choice import RandomChoice
+from model.routing.policies.round_robin import RoundRobin
 
 
 def scenario(**text):
