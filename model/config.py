@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
 from model.gpus.hardware import PRESETS
-from model.routing.policies import ROUTERS
+from model.routing.kinds import KINDS
 
 __all__ = [
     "DYNAMIC_TEXT",
@@ -281,7 +281,7 @@ class Routing(_Section):
 
     PREFIX: ClassVar[str] = "router."
 
-    kind: str = _spec("least_loaded", choices=tuple(ROUTERS), doc="routing policy")
+    kind: str = _spec("least_loaded", choices=KINDS, doc="routing policy")
     # None means never spill: cache-aware routing always takes the longest match.
     spill_threshold_s: float | None = _spec(1.0, 0.0, 3600.0, off=True, page=(0, 5, 0.1),
                                             doc="backlog gap (s) past which cache_aware spills; off = never")

@@ -3,7 +3,7 @@
 A policy is one file of `routing/policies/` carrying its `key` (the scenario's
 `router.kind`), a `label` for people, a one-line `rule`, the glossary's `help`
 and `brief`, and `choose(view) -> index`; its docstring states the rule in full.
-The registry (`routing/policies/__init__.py`) lists the files, one line each,
+The list of kinds (`routing/kinds.py`) names the files, one line each,
 and is the only list of them: the scenario's allowed kinds, the page's menu,
 its glossary and `prefix-lab keys` all read it.
 

@@ -1,9 +1,9 @@
-"""The routing policies, one file each, and the registry that lists them: the only list of routers.
+"""The routing policies, one file each, named by its `router.kind` (`model/routing/kinds.py` lists them).
 
-Adding a router is one file here (its rule, its `key`, `label`, `rule`, `help`
-and `brief`, `choose(view)`, and `POLICIES`, the classes it adds) and one line
-in `FILES`. The scenario's allowed `router.kind` values, the page's menu and
-glossary, `prefix-lab keys` and the hindsight explainer all read `ROUTERS`.
+A file holds its policy's rule (the class docstring), its `key`, `label`, `rule`,
+the glossary's `help` and `brief`, `choose(view)`, `scores(view)` if it compares
+something, and `POLICY`, the class. The scenario's allowed kinds, the page's menu
+and glossary, `prefix-lab keys` and the hindsight explainer all read `ROUTERS`.
 """
 
 from __future__ import annotations
@@ -11,27 +11,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from model.routing.kinds import KINDS
+
 if TYPE_CHECKING:
     from model.config import Scenario
     from model.routing.view import Policy
 
-__all__ = ["FILES", "ROUTERS", "make_router"]
+__all__ = ["ROUTERS", "make_router"]
 
-FILES = (  # the policies' files, in the order the page's menu lists them
-    "round_robin",
-    "random_choice",
-    "least_loaded",
-    "consistent_hash",
-    "cache_aware",
-    "power_of_two",
-    "bounded_hash",
-    "prefix_load_aware",
-    "sglang",
-    "cost",
-)
-
-ROUTERS: dict[str, type[Policy]] = {policy.key: policy for name in FILES
-                                    for policy in import_module(f"{__name__}.{name}").POLICIES}
+ROUTERS: dict[str, type[Policy]] = {kind: import_module(f"{__name__}.{kind}").POLICY for kind in KINDS}
 
 
 def make_router(scenario: Scenario) -> Policy:

@@ -58,4 +58,4 @@ class BoundedHash:
 
 
 
-POLICIES = (BoundedHash,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = BoundedHash  # what this file adds to the registry (model/routing/kinds.py)

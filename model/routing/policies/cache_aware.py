@@ -48,4 +48,4 @@ class CacheAware:
 
 
 
-POLICIES = (CacheAware,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = CacheAware  # what this file adds to the registry (model/routing/kinds.py)

@@ -45,4 +45,4 @@ class ConsistentHash:
         return self.memo[affinity]
 
 
-POLICIES = (ConsistentHash,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = ConsistentHash  # what this file adds to the registry (model/routing/kinds.py)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from model.gpus.hardware import profile_of
+from model.gpus.profile import profile_of
 from model.routing.view import View, _top_two
 from model.studies.explainers import fetch_plan, fleet_link
 
@@ -64,4 +64,4 @@ class Cost:
 
 
 
-POLICIES = (Cost,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = Cost  # what this file adds to the registry (model/routing/kinds.py)

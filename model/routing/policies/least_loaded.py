@@ -33,4 +33,4 @@ class LeastLoaded:
 
 
 
-POLICIES = (LeastLoaded,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = LeastLoaded  # what this file adds to the registry (model/routing/kinds.py)

@@ -48,4 +48,4 @@ class PowerOfTwo:
 
 
 
-POLICIES = (PowerOfTwo,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = PowerOfTwo  # what this file adds to the registry (model/routing/kinds.py)

@@ -50,4 +50,4 @@ class PrefixLoadAware:
 
 
 
-POLICIES = (PrefixLoadAware,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = PrefixLoadAware  # what this file adds to the registry (model/routing/kinds.py)

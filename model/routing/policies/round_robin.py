@@ -30,4 +30,4 @@ class RoundRobin:
         return index
 
 
-POLICIES = (RoundRobin,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = RoundRobin  # what this file adds to the registry (model/routing/kinds.py)

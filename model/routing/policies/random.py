@@ -29,4 +29,4 @@ class RandomChoice:
         return self.rng.randrange(len(view))
 
 
-POLICIES = (RandomChoice,)  # what this file adds to the registry (routing/policies/__init__.py)
+POLICY = RandomChoice  # what this file adds to the registry (model/routing/kinds.py)
