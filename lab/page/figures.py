@@ -46,6 +46,7 @@ from model import (
     prices_of,
     queue_compare,
     roofline_of,
+    run_key,
     split_compare,
     stall_demo,
     stall_of,
@@ -59,12 +60,6 @@ __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIG
            "PALETTE", "embed_figures", "forget", "replica_colour", "fleet_key", "histogram", "hit_columns",
            "ttft_histogram",
            "ttft_columns"]
-
-# Scenario keys no simulation reads: the article's own examples and the API's prices.
-NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
-# Keys only serving mode's replicas read, and that change nothing else in lab mode (no note, no check).
-SERVING_ONLY = ("fleet.token_budget", "fleet.chunked_prefill", "fleet.max_running", "fleet.queue_guard_s")
-
 
 class Context(NamedTuple):
     """What a figure is drawn from: the scenario, its fleet's run, and a way to run a variant of it."""
@@ -94,16 +89,8 @@ class Figure:
 
 @functools.lru_cache(maxsize=32)  # asked by every fleet figure of every answer: remembered by the scenario
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
-    """The scenario as the simulation sees it: equal for two scenarios whose runs are equal.
-
-    Lab mode reads a link's speed only while its replicas fetch over that link (`fleet.fetch`); serving
-    mode keeps every link speed in the key, as one may price a hand-over.
-    """
-    ignored: tuple[str, ...] = NOT_SIMULATED
-    if not scenario.fleet.decode:
-        ignored += tuple(f"transfer.{key}" for tier, (key, _) in TIERS.items() if tier != scenario.fleet.fetch)
-        ignored += SERVING_ONLY
-    return tuple((k, v) for k, v in scenario.to_text().items() if not k.startswith(ignored))
+    """The scenario as the simulation sees it (`model.run_key`, from each key's own declaration)."""
+    return run_key(scenario)
 
 
 # -- the fleet's charts ---------------------------------------------------------------
