@@ -2,7 +2,10 @@
 
 `seq` comes from a per-loop counter, so events at the same time and priority
 run in the order they were scheduled; a lower priority number runs first.
-Time only moves forward: scheduling into the past is an error.
+Time only moves forward: scheduling into the past is an error. This is the
+only code that touches the heap: engines schedule with `at` (or `push`, where
+the time cannot be past), and a caller that must look between events steps
+with `peek` and `step`.
 """
 
 import heapq
@@ -33,6 +36,14 @@ class EventLoop:
         if time < self.now:
             raise ValueError(f"cannot schedule at {time}, before now ({self.now})")
         heapq.heappush(self._heap, (time, priority, next(self._seq), action, args))
+
+    def push(self, time: float, priority: int, action: Callable[..., Any], args: tuple) -> None:
+        """`at(time, priority, action, *args)` for a time its caller knows is not past: a hot path's, unchecked."""
+        heapq.heappush(self._heap, (time, priority, next(self._seq), action, args))
+
+    def peek(self) -> float | None:
+        """The time of the next scheduled action, or None if there is none."""
+        return self._heap[0][0] if self._heap else None
 
     def step(self) -> None:
         """Run the next scheduled action."""

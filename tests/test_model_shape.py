@@ -124,3 +124,11 @@ def test_the_scenarios_declaration_imports_only_leaves():
             todo += graph[m]
     assert "model.config" not in seen and seen <= {"model.routing.kinds", "model.gpus.hardware", "model.gpus.gpu",
                                                     "model.gpus.gpufits"}, sorted(seen)
+
+
+def test_only_the_loop_touches_its_heap():
+    """Engines schedule through `EventLoop.at`/`push` and step through `peek`/`step`; no one reaches inside."""
+    reaching = [f"{name_of(path)}:{n.lineno}" for path in MODEL for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, ast.Attribute) and n.attr in ("_heap", "_seq")
+                and not (isinstance(n.value, ast.Name) and n.value.id == "self")]
+    assert reaching == []

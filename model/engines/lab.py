@@ -12,7 +12,6 @@ the run goes on past `duration_s` until the last queue drains.
 
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from heapq import heappush
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -109,9 +108,7 @@ class Run:
     def _start(self, replica: Replica) -> None:
         loop = self.loop
         replica.start_next(loop.now)
-        # loop.at(replica.busy_until, FINISH, self._finish, replica), written out (once per request): the end
-        # of a prefill is never before its start
-        heappush(loop._heap, (replica.busy_until, FINISH, next(loop._seq), self._finish, (replica,)))  # noqa: SLF001
+        loop.push(replica.busy_until, FINISH, self._finish, (replica,))  # a prefill never ends before it starts
 
     def _finish(self, replica: Replica) -> None:
         served = replica.finish()
@@ -139,7 +136,7 @@ class Run:
             loop = self.loop
             if following.arrival_s < loop.now:  # as loop.at checks (a trace read as a stream may be out of order)
                 loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # raises
-            heappush(loop._heap, (following.arrival_s, ARRIVE, next(loop._seq), self._arrive, (following,)))  # noqa: SLF001
+            loop.push(following.arrival_s, ARRIVE, self._arrive, (following,))
         self._route(request)
 
     def _route(self, request: Request) -> None:

@@ -14,7 +14,6 @@ one small integer per key, so a node split since the earlier moment is still
 recognised as old. Lab and serving mode both work: each replica has a tree.
 """
 
-import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Sequence
@@ -110,7 +109,6 @@ def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: floa
     end = float("inf") if at_s is None else max(0.0, at_s)
     prefixes = _Prefixes()
     before: list[dict[int, tuple[Hashable, int]]] | None = None
-    heap = loop._heap  # noqa: SLF001 -- the loop's own queue: stop exactly where `run(until)` would
 
     # Every tree reads one shared clock from here on (each still evicts in its own order: model/radix.py),
     # so after every event one number says how far all of them have got, noted with the event's time: a
@@ -125,13 +123,10 @@ def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: floa
     tick_times: list[float] = []
 
     since = (end if at_s is not None else scenario.duration_s) - recent
-    pop = heapq.heappop
-    while heap and heap[0][0] <= end:
-        if before is None and heap[0][0] > since:
+    while (time := loop.peek()) is not None and time <= end:  # where `run(until)` would stop
+        if before is None and time > since:
             before = [prefixes.cached(r.tree) for r in replicas]
-        time, _, _, action, args = pop(heap)  # `loop.step()`, written out: it runs once per event
-        loop.now = time
-        action(*args)
+        loop.step()
         ticks.append(clock.now)
         tick_times.append(time)
     now = loop.now if at_s is None else end
