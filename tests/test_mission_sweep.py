@@ -224,9 +224,9 @@ def test_the_sweep_runs_trace_missions_on_their_trace():
     assert expected in stored["setups"] and expected["stars"] == 3
 
 
-def test_the_readme_table_lists_every_mission_in_order_with_its_grid_size():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (\d+) \| `([a-z-]+)` \| [^|]+ \| (lab|serving)[^|]* \| (\d+) \|", readme, flags=re.M)
+def test_the_docs_table_lists_every_mission_in_order_with_its_grid_size():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "missions.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| `([a-z-]+)` \| [^|]+ \| (lab|serving)[^|]* \| (\d+) \|", page, flags=re.M)
     assert [(int(n), i, int(size)) for n, i, _, size in rows] == [
         (n, m.id, len(m.setups())) for n, m in enumerate(MISSIONS, 1)]
     assert [mode for *_, mode, _ in rows] == ["serving" if m.start.fleet.decode else "lab" for m in MISSIONS]
