@@ -205,7 +205,7 @@ def test_cli_score_says_the_share_of_swept_setups_it_beats(capsys):
         assert out["beats"] == beats(dist, measure(mission, scenario, run_mission(mission, scenario)))["beats"]
         assert out["swept"] == 16 and "more stars first" in out["beats_rule"]
         shares.append(out["beats"])
-    assert shares == [4 / 16, 13 / 16, 15 / 16]  # as README says: 25%, 81%, 94%
+    assert shares == [4 / 16, 13 / 16, 15 / 16]  # as docs/missions.md says: 25%, 81%, 94%
     assert main(["score", "--mission", "cache-on", "--set", "fleet.replicas=2", "--set", "fleet.cache=true"]) == 0
     assert re.search(r"beats \d+% of the 16 setups swept", capsys.readouterr().out)
 
