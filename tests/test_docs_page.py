@@ -51,8 +51,9 @@ def test_every_docs_page_opens_under_the_policy_with_no_outside_request_and_no_b
 
 def test_the_labs_help_links_open_the_docs(page, server):
     html = page.request.get(server["url"]).text()
+    assert re.search(r'<a href="docs/model\.html">Its assumptions</a>', html)  # the evidence label's link
     targets = set(re.findall(r'href="(docs/[^"#]+)', html))
-    assert {"docs/model.html", "docs/workshop.html", "docs/index.html"} <= targets
+    assert {"docs/model.html", "docs/workshop.html", "docs/index.html", "docs/missions.html"} <= targets
     for target in targets:
         assert page.request.get(urljoin(server["url"], target)).status == 200, target
 
