@@ -3,7 +3,7 @@
     python bench/bench_compare.py [--changes N]
 
 A change is one view request: the page's hash with one control moved, through
-`lab.view.handle`, as the worker runs it. Three cases over the same N
+`lab.page.view.handle`, as the worker runs it. Three cases over the same N
 changes (the replica slider stepping 2..8 and back, the router alternating):
 free play; with a pinned baseline (its run is remembered, so the cost is the
 second set of chart data and the deltas); and with a baseline whose run
@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab.build import _write_wheel, pyodide_dir  # noqa: E402
+from lab.site.build import _write_wheel, pyodide_dir  # noqa: E402
 
 CASES = r'''
 import json, time, statistics
-import lab.view as view
+import lab.page.view as view
 
 def changes(n):
     for i in range(n):
@@ -51,7 +51,7 @@ def timed(base, forget, n):
 
 def own_work(n):
     """Only what compare mode computes on a change: the baseline's chart data, the axes' bounds, the deltas."""
-    from lab import compare
+    from lab.page import compare
     from model import Scenario
     now = view.run(Scenario().with_text({"fleet.replicas": "4", "router.kind": "cache_aware"}))
     base = view.run(Scenario().with_text({"fleet.replicas": "3"}))

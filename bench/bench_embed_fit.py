@@ -2,9 +2,9 @@
 
     python bench/bench_embed_fit.py [--site DIR] [--loads N] [--figure NAME ...]
 
-tests/test_embed_height.py's check, repeated: for each embeddable figure (lab/figures.py), `--loads` cold
+tests/test_embed_height.py's check, repeated: for each embeddable figure (lab/page/figures.py), `--loads` cold
 loads (a fresh browser context each) of an article on another origin that embeds the figure with the docs'
-snippet (lab/embedhost.py). A load fits when, once the embed is `ready`, the iframe's height comes within
+snippet (tests/support/embedhost.py). A load fits when, once the embed is `ready`, the iframe's height comes within
 2 px of where the embed's content ends (the embed's own measure) in 10 s. Prints, per figure, how many
 loads fit and the heights of those that did not.
 """
@@ -18,11 +18,13 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch  # noqa: E402
-from lab.build import build_site  # noqa: E402
-from lab.embedhost import CONTENT_HEIGHT, article_host, article_html, frame_fits, proxied_context, serve_as_built  # noqa: E402
-from lab.figures import embed_figures  # noqa: E402
+from support.browser import launch  # noqa: E402
+from support.embedhost import CONTENT_HEIGHT, article_host, article_html, frame_fits, proxied_context, serve_as_built  # noqa: E402
+
+from lab.page.figures import embed_figures  # noqa: E402
+from lab.site.build import build_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 

@@ -3,7 +3,7 @@
     python bench/bench_embeds.py [--site DIR ...] [--loads N]
 
 Each `--site` (a built site, served as it is; default: build one into a temporary folder) is served;
-an article on another origin (lab/embedhost.py) embeds eight figures one below another, each sized by the
+an article on another origin (tests/support/embedhost.py) embeds eight figures one below another, each sized by the
 height its embed reports. A cold browser context (nothing cached) opens the article through a recording
 proxy, which counts every byte the browser receives, a SharedWorker's included; then a reader scrolls to
 each embed in turn and waits until it is `ready` before scrolling on. Printed per load:
@@ -33,10 +33,12 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch  # noqa: E402
-from lab.build import build_site  # noqa: E402
-from lab.embedhost import article_host, article_html, proxied_context, serve_as_built  # noqa: E402
+from support.browser import launch  # noqa: E402
+from support.embedhost import article_host, article_html, proxied_context, serve_as_built  # noqa: E402
+
+from lab.site.build import build_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 FIGURES = ["headline", "ttft", "hit", "load", "memory", "dist", "crossover", "transfer"]

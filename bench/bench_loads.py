@@ -27,8 +27,9 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch, serve_site  # noqa: E402
+from support.browser import launch, serve_site  # noqa: E402
 
 HEADLINE = ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps", "replica_count")
 SETTLED = "['ready', 'error'].includes(document.documentElement.dataset.lab)"

@@ -2,7 +2,7 @@
 
     python bench/bench_mission_sweep.py [--workers N] [--check]
 
-Sweeps all missions as `prefix-lab build` does (lab/missionsweep.py, one
+Sweeps all missions as `prefix-lab build` does (lab/site/missionsweep.py, one
 process per core unless --workers), into an empty cache folder so nothing is
 reused; then reads them again from that cache and times that too. Prints the
 setups and seconds of each mission (its share of the run measured alone, in
@@ -21,8 +21,8 @@ import tempfile
 import time
 from functools import partial
 
-from lab import missionsweep
-from lab.tracemission import run_mission
+from lab.common.tracemission import run_mission
+from lab.site import missionsweep
 from missions import MISSIONS
 from missions.sweep import sweep
 

@@ -30,9 +30,11 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch, serve_site  # noqa: E402
-from lab.build import pyodide_dir  # noqa: E402
+from support.browser import launch, serve_site  # noqa: E402
+
+from lab.site.build import pyodide_dir  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 # (model tag, value) pairs cycled through by the change benchmark: replicas, router, cache, rate.

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.urlstate import write_hash  # noqa: E402
+from lab.page.urlstate import write_hash  # noqa: E402
 from missions import MISSIONS  # noqa: E402
 
 # A setup a player might reach on each mission (the mission's start, then these keys), with its stars.

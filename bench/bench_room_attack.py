@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_room import Http, cpu_s  # noqa: E402
 
-from lab.urlstate import write_hash  # noqa: E402
+from lab.page.urlstate import write_hash  # noqa: E402
 from missions import MISSIONS, find_mission  # noqa: E402
 
 ATTACKER = "127.0.0.250"
@@ -324,9 +324,9 @@ def attacker_main(kind: int, port: int, seconds: float, path: str) -> None:
 # Serves the room from another checkout's code (`--checkout`, for a before-and-after), on this site as it is.
 OTHER_CHECKOUT = """
 import sys
-import lab.serve
-lab.serve.site_is_current = lambda site: True  # this site was built by the other code: serve it as it is
-from lab.cli import main
+import lab.server.serve
+lab.server.serve.site_is_current = lambda site: True  # this site was built by the other code: serve it as it is
+from lab.cli.main import main
 sys.exit(main(["serve", "--dir", sys.argv[1], "--port", "0", "--room", "--data", sys.argv[2]]))
 """
 

@@ -26,8 +26,9 @@ from playwright.async_api import async_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import CHROMIUM_FLAGS, find_browser, serve_site  # noqa: E402
+from support.browser import CHROMIUM_FLAGS, find_browser, serve_site  # noqa: E402
 
 READY = "document.documentElement.dataset.lab === 'ready'"
 

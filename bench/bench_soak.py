@@ -25,8 +25,9 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch, serve_site  # noqa: E402
+from support.browser import launch, serve_site  # noqa: E402
 
 CHANGES = [("ctl:fleet.replicas", v) for v in (2, 6, 8, 3)] + \
           [("ctl:router.kind", v) for v in ("cache_aware", "round_robin", "least_loaded")] + \

@@ -8,7 +8,7 @@ of prefix memory each, and the cheapest setup keeping TTFT p99 under 2 s.
 It runs once with `prefix-lab sweep` on local processes and once with
 `--scheduler` on a `dask.distributed.LocalCluster` (two worker processes);
 the two JSON outputs must be identical. The plot is rendered in headless
-Chromium (lab.browser) and saved as a PNG.
+Chromium (support.browser) and saved as a PNG.
 """
 
 import argparse
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.cli import main as cli
+from lab.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT.parent / "shared" / "traces" / "conversation_trace.jsonl"
@@ -38,9 +38,12 @@ def sweep(extra: list[str]) -> tuple[float, str]:
 
 
 def screenshot(html: Path, png: Path) -> None:
+    import sys
+
     from playwright.sync_api import sync_playwright
 
-    from lab.browser import launch
+    sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
+    from support.browser import launch
 
     with sync_playwright() as p:
         browser = launch(p)

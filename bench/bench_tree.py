@@ -7,7 +7,7 @@ For each scenario it prints, in milliseconds (median of N, CPU time of this proc
 - `simulate`: the fleet's run, for scale;
 - `tree_at end`: re-running the scenario to the end and describing every replica's tree;
 - `tree figure`: the figure's columns and caption for a moment not seen before (a `tree_at` plus the icicle);
-- `time change`: `lab.view.handle` for one move of the time slider to a new moment, the whole answer
+- `time change`: `lab.page.view.handle` for one move of the time slider to a new moment, the whole answer
   (the fleet's run is reused; the tree re-runs the scenario up to that moment);
 - `replica change`: the same for a change of replica at a moment already drawn (nothing re-runs);
 - `setup change`: a control change the simulation reads (the fleet's run and the tree's, both new) against the
@@ -19,10 +19,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-import lab.figures as figures
-import lab.view as view
-from lab.figures import FIGURES, Context
-from lab.urlstate import write_hash
+import lab.page.figures as figures
+import lab.page.view as view
+from lab.page.figures import FIGURES, Context
+from lab.page.urlstate import write_hash
 from model import Scenario, simulate, tree_at
 
 SCENARIOS = {

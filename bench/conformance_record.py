@@ -4,7 +4,7 @@
     python bench/conformance_record.py --compare [--out DIR]
 
 Each stream is the lab's chat traffic (`model.generate` of a scenario, its
-first N requests, each written out by one `model.text.Renderer` per stream)
+first N requests, each written out by one `model.routing.text.Renderer` per stream)
 sent one request at a time through `bench/router_harness.py`, behind four
 fake workers. Loads come from holding answers: `seq` streams release each
 answer before the next send (every load ties at zero), `held` streams hold
@@ -67,7 +67,7 @@ from router_harness import (
 )
 
 from model import Scenario, generate
-from model.text import Renderer
+from model.routing.text import Renderer
 
 OUT = Path(__file__).resolve().parent / "conformance"
 WORKERS = 4

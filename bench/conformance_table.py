@@ -12,7 +12,7 @@ how many the lab makes the same way, and the causes of any that differ.
 import sys
 from pathlib import Path
 
-from lab.conformance import policy_of, read_decisions, replay
+from lab.cli.conformance import policy_of, read_decisions, replay
 
 
 def main() -> int:

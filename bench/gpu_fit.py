@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/gpu_fit.py            the leave-one-out table (markdown), then the fits
     .venv/bin/python bench/gpu_fit.py --tp       also each file's TP 2, 4 and 8 rows against the TP 1 fit
-    .venv/bin/python bench/gpu_fit.py --write    rewrite model/gpufits.py from the shared profiles
+    .venv/bin/python bench/gpu_fit.py --write    rewrite model/gpus/gpufits.py from the shared profiles
 
 The profiles are read from `PREFIX_LAB_PROFILES`, else `../shared/profiles/vidur` beside the project. The
 bound the table states: a median of at most 10% for every file, a worst of at most 25% for every model of
@@ -17,12 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab.profiles import check, fit_gpu, leave_one_out, profiles_dir, read_profile, shared_profiles  # noqa: E402
+from lab.common.profiles import check, fit_gpu, leave_one_out, profiles_dir, read_profile, shared_profiles  # noqa: E402
 from model import FLASH_ATTENTION_2  # noqa: E402
 
 SOURCE = ("fitted by bench/gpu_fit.py to Vidur's {n} {gpu} MLP profiles (TP 1; Vidur's repository, "
           "data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds "
-          "(model/gpu.py, FLASH_ATTENTION_2)")
+          "(model/gpus/gpu.py, FLASH_ATTENTION_2)")
 MEDIAN_BOUND, WORST_BOUND, BOUND_FROM_B = 0.10, 0.25, 7.0
 
 
@@ -61,7 +61,7 @@ def tp_table(files: dict[str, list[Path]]) -> list[str]:
 
 
 def fits_module(files: dict[str, list[Path]]) -> str:
-    parts = ['"""The measured GPUs\' coefficients (see model/gpu.py for what each one means).\n\n'
+    parts = ['"""The measured GPUs\' coefficients (see model/gpus/gpu.py for what each one means).\n\n'
              'Written by `bench/gpu_fit.py --write` from the shared Vidur profiles; plain numbers, so the model reads\n'
              'no files. `prefix-lab profile fit` makes the same kind of fit from a user\'s own profile.\n"""\n\n'
              'from .gpu import FLASH_ATTENTION_2, GpuFit\n\n__all__ = ["FITS"]\n\nFITS: dict[str, GpuFit] = {\n']
@@ -79,7 +79,7 @@ def fits_module(files: dict[str, list[Path]]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tp", action="store_true", help="also check TP 2, 4 and 8 rows against the TP 1 fit")
-    p.add_argument("--write", action="store_true", help="rewrite model/gpufits.py")
+    p.add_argument("--write", action="store_true", help="rewrite model/gpus/gpufits.py")
     args = p.parse_args()
     files = shared_profiles()
     if not files:
@@ -88,7 +88,7 @@ def main() -> int:
         return 2
     if args.write:
         (ROOT / "model" / "gpufits.py").write_text(fits_module(files), encoding="utf-8")
-        print("wrote model/gpufits.py")
+        print("wrote model/gpus/gpufits.py")
         return 0
     start = time.perf_counter()
     lines, ok = loo_table(files)

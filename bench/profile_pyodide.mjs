@@ -17,7 +17,7 @@ try {
   process.stdout.write(pyodide.runPython(String.raw`
 import cProfile, io, json, pstats, time
 from js import process
-from lab import view
+from lab.page import view
 
 def cpu_ms():
     """CPU time of this Node process (Pyodide runs on its one thread): steadier than the clock on a busy machine."""
@@ -62,7 +62,7 @@ for row in json.loads(requests_json):  # profile_pyodide.py writes each row's re
 
 def drag(ahead):
     """A replicas slider moved one step at a time (live), other seeds: each step's CPU ms, and the idle CPU ms
-    spent answering ahead of time between steps (lab.view.prefetch_json, as the worker runs it)."""
+    spent answering ahead of time between steps (lab.page.view.prefetch_json, as the worker runs it)."""
     steps, idle = [], []
     for seed in (11, 12, 13):
         request = {"hash": f"seed={seed}", "controls": {"ctl:fleet.replicas": 4}, "live": True, "progress": {},

@@ -2,7 +2,7 @@
 
     python bench/profile_pyodide.py
 
-Times `lab.view.handle_json` (what the page's worker calls: the answer as
+Times `lab.page.view.handle_json` (what the page's worker calls: the answer as
 JSON text) for the default setup, a replicas change, and 16 cache-aware
 replicas at 8 sessions a second, in Pyodide (the npm package, under Node:
 the same interpreter as the page's worker) and in CPython, each for setups
@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import view  # noqa: E402
-from lab.build import _write_wheel, pyodide_dir  # noqa: E402
-from lab.view import handle_json  # noqa: E402
+from lab.page import view  # noqa: E402
+from lab.page.view import handle_json  # noqa: E402
+from lab.site.build import _write_wheel, pyodide_dir  # noqa: E402
 
 REQUESTS = [
     ("default setup", {"hash": ""}),

@@ -235,7 +235,7 @@ def _reply(status: str, body: bytes, content_type: str = "application/json") -> 
 def tokens(text: str) -> list[int]:
     """A fake tokenizer: one token per 4 characters (the lab's rule), its id the code point of its first character.
 
-    Prompts rendered by `model.text.Renderer` start every segment on a 4-character boundary with a character of
+    Prompts rendered by `model.routing.text.Renderer` start every segment on a 4-character boundary with a character of
     its own, so two prompts share exactly as many leading tokens as they share leading characters, over four.
     """
     return [ord(text[k]) for k in range(0, len(text), 4)]

@@ -133,7 +133,7 @@ class Mission:
     two_stars: tuple[Threshold, ...]
     three_stars: tuple[Threshold, ...]
     requires: tuple[str, ...] = ()  # ids of the missions that must each have a star before this one opens
-    trace: str = ""  # its traffic: the first `trace_requests` requests of this trace file (see lab.tracemission)
+    trace: str = ""  # its traffic: the first `trace_requests` requests of this trace file (see lab.common.tracemission)
     trace_requests: int = 0  # ("" : the scenario's own synthetic traffic)
     grid: tuple[Block, ...] = ()  # the setups the sweep runs (missions/grid.py)
     tradeoff: tuple[str, str] = ("replicas", "ttft_p99_ms")  # two figures that pull apart; the first ranks first

@@ -2,7 +2,7 @@
 
 `sweep(mission, run)` runs the broken start and each setup of the mission's
 grid (missions/grid.py: the start with a few keys set) through `run`
-(`model.simulate`, or `lab.tracemission.run_mission` bound to the mission
+(`model.simulate`, or `lab.common.tracemission.run_mission` bound to the mission
 for one that replays a trace) and `score`, and returns its distribution, a
 JSON-ready dict:
 
@@ -26,7 +26,7 @@ second. `beats(distribution, row)` is the share of swept setups the row
 beats, with the share it ties (equal on all three) beside it.
 
 Deterministic (the model is) and standard library only; the build and the
-bench spread the runs over processes (lab/missionsweep.py), never this module.
+bench spread the runs over processes (lab/site/missionsweep.py), never this module.
 """
 
 from collections.abc import Callable

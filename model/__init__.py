@@ -3,8 +3,8 @@
 `simulate(Scenario())` runs the lab's default scenario; `fleet.decode` turns on
 serving mode (batched decode under one KV budget, on a hardware profile from
 `hardware.*`); `replay(scenario, open_trace)` sends a trace's requests instead
-of synthetic chat (model/trace.py). `traffic.kind=agent` sends agent runs instead of chats,
-`traffic.kind=closed` a fixed population of users who wait for their answers (model/closed.py);
+of synthetic chat (model/sources/trace.py). `traffic.kind=agent` sends agent runs instead of chats,
+`traffic.kind=closed` a fixed population of users who wait for their answers (model/sources/closed.py);
 `scenario_of(name)` builds a named scenario (model/presets.py). The explainers (crossover, transfer,
 money, roofline) are pure functions of a profile. Standard library only,
 no I/O, no clocks, no global random state: it runs the same in CPython and
@@ -13,9 +13,7 @@ Pyodide, and the same scenario always gives the same result.
 Other packages import from here only: these names are the model's public surface.
 """
 
-from .agents import fanout_figures
-from .article import RACE, fanout_race, run_money
-from .config import (
+from model.config import (
     BURST_FACTOR,
     EVENT_MAX_DURATION_S,
     KEYS,
@@ -29,8 +27,53 @@ from .config import (
     parse_events,
     spec_of,
 )
-from .engine import Run, simulate
-from .explainers import (
+from model.engines.lab import Run
+from model.engines.replica import Replica
+from model.engines.serving_run import ServingRun
+from model.gpus.gpu import (
+    ELEMENTWISE,
+    FLASH_ATTENTION_2,
+    GEMMS,
+    PER_PASS,
+    GpuFit,
+    Measured,
+    Shape,
+    elementwise_ops,
+    fit_of_text,
+    fit_problem,
+    fit_text,
+    gemm_ops,
+    layer_flops,
+    layer_s,
+    lm_head_s,
+)
+from model.gpus.gpufits import FITS
+from model.gpus.hardware import PRESETS, build, kv_room_gb, profile_of
+from model.metrics import Result, percentile
+from model.presets import NAMED, scenario_of
+from model.radix import RadixTree
+from model.requests import sent_at_most
+from model.rng import stream
+from model.routing.routers import ROUTERS, View
+from model.routing.sglang import SGLangRouter, VLLMRouterRule
+from model.run import simulate
+from model.sources.agents import fanout_figures
+from model.sources.trace import (
+    BLOCK_TOKENS,
+    MAX_LINE_BYTES,
+    TraceError,
+    TraceInfo,
+    TraceReuse,
+    read_trace,
+    replay,
+    replay_scenario,
+    scan_trace,
+    trace_lines,
+    trace_reuse,
+)
+from model.sources.traffic import Request, TooManyRequests, generate, traffic_key
+from model.studies.article import RACE, fanout_race, run_money
+from model.studies.explainers import (
     TIERS,
     api_calls,
     api_fanout,
@@ -46,52 +89,13 @@ from .explainers import (
     transfer_of,
     warm_ttft_s,
 )
-from .gpu import (
-    ELEMENTWISE,
-    FLASH_ATTENTION_2,
-    GEMMS,
-    PER_PASS,
-    GpuFit,
-    Measured,
-    Shape,
-    elementwise_ops,
-    gemm_ops,
-    layer_flops,
-    layer_s,
-    lm_head_s,
-)
-from .gpufits import FITS
-from .hardware import PRESETS, build, kv_room_gb, profile_of
-from .hindsight import explain
-from .locality import locality_comparison
-from .metrics import Result, percentile
-from .presets import NAMED, scenario_of
-from .queueorder import queue_compare, queue_figures
-from .radix import RadixTree
-from .replica import Replica
-from .requests import sent_at_most
-from .rng import stream
-from .roofline import intensity, roofline_of
-from .routers import ROUTERS, View
-from .serving_run import ServingRun
-from .sglang import SGLangRouter, VLLMRouterRule
-from .split import SLO_SHARE, split_compare, split_figures
-from .stall import stall_demo, stall_of
-from .trace import (
-    BLOCK_TOKENS,
-    MAX_LINE_BYTES,
-    TraceError,
-    TraceInfo,
-    TraceReuse,
-    read_trace,
-    replay,
-    replay_scenario,
-    scan_trace,
-    trace_lines,
-    trace_reuse,
-)
-from .traffic import Request, TooManyRequests, generate, traffic_key
-from .tree import TreeSnapshot, simulate_with_trees, tree_at
+from model.studies.hindsight import explain
+from model.studies.locality import locality_comparison
+from model.studies.queueorder import queue_compare, queue_figures
+from model.studies.roofline import intensity, roofline_of
+from model.studies.split import SLO_SHARE, split_compare, split_figures
+from model.studies.stall import stall_demo, stall_of
+from model.studies.tree import TreeSnapshot, simulate_with_trees, tree_at
 
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
@@ -103,16 +107,16 @@ __all__ = [
     # a request source: traces
     "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines", "trace_reuse", "TraceReuse",
-    # the article's arithmetic (model/explainers.py) and its figures that need a run (model/article.py)
+    # the article's arithmetic (model/studies/explainers.py) and its figures that need a run (model/studies/article.py)
     "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
     "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
-    # prefill and decode (model/roofline.py, model/split.py)
+    # prefill and decode (model/studies/roofline.py, model/studies/split.py)
     "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
-    # sgl-router 0.3.2's rule on its own state, for replaying its recorded decisions (model/sglang.py)
+    # sgl-router 0.3.2's rule on its own state, for replaying its recorded decisions (model/routing/sglang.py)
     "SGLangRouter", "VLLMRouterRule",
-    # measured GPUs: a layer priced from fitted kernel coefficients (model/gpu.py, model/gpufits.py)
+    # measured GPUs: a layer priced from fitted kernel coefficients (model/gpus/gpu.py, model/gpus/gpufits.py)
     "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "elementwise_ops",
-    "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
-    # one replica's radix tree at a moment of a run (model/tree.py)
+    "fit_of_text", "fit_problem", "fit_text", "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
+    # one replica's radix tree at a moment of a run (model/studies/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",
 ]

@@ -11,9 +11,9 @@ The dotted keys are a contract shared with the page URL and the CLI:
 `hardware.*`, `crossover.*`, `transfer.*`, `money.*`, `roofline.*`, `slo.*`, `events`. Unknown keys
 are errors, never ignored. `fleet.decode` picks the mode: false (the default)
 is the seed's lab model, prefill only; true is serving mode
-(`model/serving.py`). `traffic.kind` picks the request source (chat sessions,
+(`model/engines/serving.py`). `traffic.kind` picks the request source (chat sessions,
 agent runs or a closed population of users); `crossover.*`, `transfer.*` and `money.*` are the inputs of
-the explainers (`model/explainers.py`, `model/roofline.py`), which no run
+the explainers (`model/studies/explainers.py`, `model/studies/roofline.py`), which no run
 reads except `transfer.*`'s link speeds when `fleet.fetch` is on or a
 split fleet hands KV over (`fleet.handoff`); `slo.*` are the targets
 serving mode's results measure against.
@@ -30,8 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .hardware import PRESETS
-from .routers import ROUTERS
+from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
+from model.gpus.hardware import PRESETS
+from model.routing.routers import ROUTERS
 
 __all__ = [
     "DYNAMIC_TEXT",
@@ -93,12 +94,18 @@ class Spec:
     off: bool = False  # None is allowed too, written "off"
     page: tuple[float, float, float] | None = None
     unbounded: bool = False  # "none" (JSON null) is allowed too: no limit, stored as math.inf
+    text: int = 0  # text of at most this many characters, which the key's own section reads (0: choices only)
 
     def check(self, key: str, kind: type, value: Any) -> Any:
         """`value` as the field stores it (ints of a float field become floats); ScenarioError if not allowed."""
         if kind is bool:
             if not isinstance(value, bool):
                 raise ScenarioError(f"{key}: {_show(value)} is not allowed; use true or false")
+            return value
+        if kind is str and self.text:
+            if not isinstance(value, str) or len(value) > self.text:
+                raise ScenarioError(f"{key}: {_show(value)} is not allowed; use text of at most {self.text:,} "
+                                    "characters")
             return value
         if kind is str:
             if value not in self.choices:
@@ -124,6 +131,8 @@ class Spec:
         """What the field allows, as `prefix-lab keys` shows it."""
         if kind is bool:
             return "true | false"
+        if kind is str and self.text:
+            return f"text, at most {self.text:,} characters"
         if kind is str:
             return " | ".join(self.choices)
         off = " or off" if self.off else " or none" if self.unbounded else ""
@@ -132,8 +141,8 @@ class Spec:
 
 def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc: str,
           choices: tuple[str, ...] = (), off: bool = False, page: tuple[float, float, float] | None = None,
-          unbounded: bool = False) -> Any:
-    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded)})
+          unbounded: bool = False, text: int = 0) -> Any:
+    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded, text)})
 
 
 def _check_fields(obj: Any, prefix: str) -> None:
@@ -189,7 +198,7 @@ class Traffic(_Section):
     user_min: int = _spec(40, 1, 100_000, doc="fewest tokens in a user turn")
     user_max: int = _spec(240, 1, 100_000, doc="most tokens in a user turn")
     answer_mean: int = _spec(220, 1, 100_000, doc="mean tokens in an answer")
-    # the request source: the seed's chat sessions, or agent runs (model/agents.py)
+    # the request source: the seed's chat sessions, or agent runs (model/sources/agents.py)
     kind: str = _spec("chat", choices=TRAFFIC_KINDS, doc="request source: chat sessions, agent runs or closed users")
     agent_rate: float = _spec(0.1, 0.001, 10.0, page=(0.02, 1, 0.02), doc="agent: new agent runs per second (Poisson)")
     agent_steps: float = _spec(20.0, 1.0, 200.0, doc="agent: mean calls per run (geometric, at least 1)")
@@ -207,7 +216,7 @@ class Traffic(_Section):
     agent_branch_tokens: int = _spec(200, 1, 100_000, doc="agent: tokens of each sub-call's own instruction")
     agent_warm_first: bool = _spec(False, doc="agent: send one sub-call of a fan-out first and the rest at its first "
                                               "token, so they find the shared prefix cached (false: all at once)")
-    # a closed population of users (model/closed.py): each sends its next request when its answer is out
+    # a closed population of users (model/sources/closed.py): each sends its next request when its answer is out
     users: int = _spec(30, 1, 1000, doc="closed: users, each sending its next request only once its last answer is out")
     think_s: float = _spec(0.0, 0.0, 3600.0, doc="closed: mean seconds a user thinks between an answer and its next "
                                                  "request (uniform, half to one and a half times; 0: at once)")
@@ -244,7 +253,7 @@ class Fleet(_Section):
     token_budget: int = _spec(2048, 16, 1_000_000, page=(256, 16384, 256),
                               doc="serving mode: tokens one step may compute (decode tokens count one each)")
     max_running: int = _spec(256, 1, 4096, doc="serving mode: most sequences a replica runs at once")
-    # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/explainers.py)
+    # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/studies/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
     # serving mode: prefill and decode on separate replicas when both are above 0 (else co-located: each
@@ -284,7 +293,7 @@ class Routing(_Section):
                                doc="bounded_hash: no replica holds more than ceil(this x (in flight + 1) / replicas)")
     load_multiple: float = _spec(2.0, 1.0, 100.0, page=(1, 6, 0.25),
                                  doc="prefix_load_aware: reroute past this many times the median in-flight count")
-    # sglang and vllm_router: sgl-router 0.3.2's cache_aware settings, as its launcher gives them (model/sglang.py)
+    # sglang and vllm_router: sgl-router 0.3.2's cache_aware settings, as its launcher gives them (model/routing/sglang.py)
     cache_threshold: float = _spec(0.3, 0.0, 1.0, page=(0, 1, 0.05),
                                    doc="sglang, vllm_router: follow its tree's best match only above this share of "
                                        "the prompt")
@@ -317,6 +326,20 @@ class Hardware(_Section):
     utilisation: float | None = _spec(None, 0.01, 1.0, off=True,
                                       doc="share of peak FLOP/s a prefill reaches (off: the preset's)")
     hbm_tb_s: float | None = _spec(None, 0.01, 100.0, off=True, doc="memory bandwidth, TB/s (off: the preset's)")
+    gpu_fit: str = _spec("", text=FIT_TEXT_MAX, doc="a GPU fitted to your own kernel profiles, as the text "
+                                                    "prefix-lab profile fit writes (the CLI's --gpu-fit FIT.json "
+                                                    "and the page's file picker fill it in); it prices the "
+                                                    "measured presets' passes in place of their A100 or H100 "
+                                                    "(empty: the preset's own GPU)")
+
+    def __post_init__(self) -> None:
+        _Section.__post_init__(self)
+        if self.gpu_fit:
+            try:
+                fit_of_text(self.gpu_fit)
+            except ValueError as exc:
+                raise ScenarioError(f"hardware.gpu_fit: {exc}; make one with prefix-lab profile fit FILE.csv "
+                                    "--gpu NAME --out FIT.json and pass the file with --gpu-fit FIT.json") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,10 +491,23 @@ class Scenario:
         _check(self)
 
     @property
+    def serving(self) -> bool:
+        """Serving mode (`fleet.decode`): replicas decode each answer in batches. Else lab mode, the seed's model."""
+        return self.fleet.decode
+
+    def in_serving_mode(self, values: dict[str, Any] | None = None) -> "Scenario":
+        """A copy in serving mode, with dotted keys set to typed values too (a study that runs both ways)."""
+        return self.with_values({"fleet.decode": True, **(values or {})})
+
+    def in_lab_mode(self, values: dict[str, Any] | None = None) -> "Scenario":
+        """A copy in lab mode, with dotted keys set to typed values too."""
+        return self.with_values({"fleet.decode": False, **(values or {})})
+
+    @property
     def split(self) -> bool:
         """Serving mode with prefill and decode on separate replicas (`fleet.prefill_replicas`, `decode_replicas`)."""
         f = self.fleet
-        return f.decode and f.prefill_replicas > 0 and f.decode_replicas > 0
+        return self.serving and f.prefill_replicas > 0 and f.decode_replicas > 0
 
     @property
     def gpus(self) -> int:
@@ -753,7 +789,7 @@ def _check(s: Scenario) -> None:
         raise ScenarioError(f"fleet.decode_replicas: {f.prefill_replicas} prefill and {f.decode_replicas} decode "
                             f"replicas make {f.prefill_replicas + f.decode_replicas} GPUs, more than the lab's "
                             f"{_num_text(most)}; use fewer")  # type: ignore[arg-type]
-    if f.decode and f.token_budget < f.max_running:
+    if s.serving and f.token_budget < f.max_running:
         raise ScenarioError(f"fleet.token_budget: {f.token_budget} is below fleet.max_running ({f.max_running}); "
                             "every running sequence needs one token of it per step")
     for key, part, whole in (("crossover.new_tokens", s.crossover.new_tokens, s.crossover.prompt_tokens),

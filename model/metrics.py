@@ -44,7 +44,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .config import Scenario
+from model.config import Scenario
 
 __all__ = ["BINS", "Headline", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile",
            "ratio", "slo_shares"]

@@ -18,8 +18,8 @@ window (300 s here); the KV memory is what an 80 GB card leaves
 import math
 from dataclasses import dataclass
 
-from .config import Scenario, ScenarioError
-from .hardware import kv_room_gb
+from model.config import Scenario, ScenarioError
+from model.gpus.hardware import kv_room_gb
 
 __all__ = ["NAMED", "NamedScenario", "scenario_of"]
 

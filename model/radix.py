@@ -14,7 +14,7 @@ Invariants, checked by `check_invariants()`:
 
 Recency is a counter (`Clock`) bumped on every touch, never a wall clock, so
 ties cannot happen and runs are reproducible. Each tree has its own unless
-trees are given one to share (`model.tree` does, to note when every tree was
+trees are given one to share (`model.studies.tree` does, to note when every tree was
 touched with one number per event): a shared clock only leaves gaps between
 one tree's stamps, and eviction compares a tree's stamps with each other
 alone, so it evicts the same leaves in the same order.

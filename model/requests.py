@@ -12,9 +12,9 @@ the run: None (give the run `limit`, and it stops past it with
 `TooManyRequests`).
 """
 
-from .agents import _draw
-from .config import Scenario
-from .traffic import TooManyRequests, sessions
+from model.config import Scenario
+from model.sources.agents import _draw
+from model.sources.traffic import TooManyRequests, sessions
 
 __all__ = ["sent_at_most"]
 
@@ -28,7 +28,7 @@ def sent_at_most(scenario: Scenario, limit: int) -> bool | None:
         if t.kind == "agent":
             _draw(scenario, limit)  # every run's calls, as the run draws them; stops past the limit
             return True
-        serving, end, count = scenario.fleet.decode, scenario.duration_s, 0
+        serving, end, count = scenario.serving, scenario.duration_s, 0
         for drawn in sessions(scenario, limit):
             if serving:
                 count += len(drawn.turns)

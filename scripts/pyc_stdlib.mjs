@@ -1,4 +1,4 @@
-// Build-time helper for `prefix-lab build` (lab/stdlib.py runs it): boot the pinned Pyodide under
+// Build-time helper for `prefix-lab build` (lab/site/stdlib.py runs it): boot the pinned Pyodide under
 // Node.js, unpack the project's wheel, exercise the page's view code, and write a standard-library
 // zip holding only the modules that were imported, each compiled to .pyc by Pyodide's own Python
 // (so the bytecode matches the interpreter that loads it). Prints one JSON line: module count and sizes.
@@ -14,7 +14,7 @@ const script = String.raw`
 import importlib, json, re, sys
 
 from missions import MISSIONS
-from lab import view
+from lab.page import view
 
 # 1. What the page does: the default view, every mission chosen, serving mode, a bad request.
 view.handle_json("{}")

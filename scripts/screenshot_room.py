@@ -20,9 +20,11 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch  # noqa: E402
-from lab.urlstate import write_hash  # noqa: E402
+from support.browser import launch  # noqa: E402
+
+from lab.page.urlstate import write_hash  # noqa: E402
 from missions import find_mission  # noqa: E402
 
 # name -> (mission on screen, {mission: (changes to its start, stars)})

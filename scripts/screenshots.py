@@ -17,8 +17,9 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 
-from lab.browser import launch, serve_site  # noqa: E402
+from support.browser import launch, serve_site  # noqa: E402
 
 # Ready, and every part of the page that is shown drawn (the page draws what is far below the fold while idle).
 READY = "document.documentElement.dataset.lab === 'ready' && window.prefixLab.undrawn === 0"
@@ -96,8 +97,8 @@ FIGURE_WIDTHS = (720, 390)
 def shoot_figures(url: str, out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     """Each figure alone in `embed.html?figure=NAME`, in the setup it offers when it has one (the fan-out race
     on the article's setup, the serving figures in serving mode)."""
-    from lab.figures import FIGURES
-    from lab.urlstate import write_hash
+    from lab.page.figures import FIGURES
+    from lab.page.urlstate import write_hash
     from model import Scenario
 
     out.mkdir(parents=True, exist_ok=True)

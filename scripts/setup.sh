@@ -22,7 +22,7 @@ if [ -f package-lock.json ]; then
 fi
 
 # Playwright cannot download its own browser everywhere; fall back to Debian's.
-if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" >/dev/null 2>&1; then
+if ! PYTHONPATH=tests .venv/bin/python -c "from support.browser import find_browser; find_browser()" >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         say "installing Debian's chromium for the browser tests"
         apt-get update -qq
@@ -33,8 +33,8 @@ if ! .venv/bin/python -c "from lab.browser import find_browser; find_browser()" 
 fi
 
 # Build the site once, for `serve` and for the tests (which copy it while it is current with the sources);
-# the memory snapshot and the precompiled standard library are cached by their inputs (lab/snapshot.py,
-# lab/stdlib.py) for any later build.
+# the memory snapshot and the precompiled standard library are cached by their inputs (lab/site/snapshot.py,
+# lab/site/stdlib.py) for any later build.
 say "building the site into site/ (the first build takes a few minutes: the memory snapshot, the trimmed"
 say "standard library, every mission's sweep and the docs; later builds take the slow parts from a cache)"
 .venv/bin/python -m lab build --out site

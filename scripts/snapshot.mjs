@@ -1,4 +1,4 @@
-// Build-time helper for `prefix-lab build` (lab/snapshot.py runs it): boot the site's own Pyodide
+// Build-time helper for `prefix-lab build` (lab/site/snapshot.py runs it): boot the site's own Pyodide
 // folder under Node.js, unpack the site's wheel, import the page's view code, stamp the interpreter
 // with the wheel's name and save Pyodide's memory snapshot. The browser worker restores it instead
 // of booting (static/worker.js) and compares the stamp with the wheel it was told to load.
@@ -8,7 +8,7 @@
 // imported yet (the few a rare path imports later). The worker serves REST_ZIP when it restores,
 // byte for byte the zip the snapshot was made with, and the full zip only to a normal boot.
 // Then the runtime's memory at the moment a restore writes the heap is captured, twice, into OUT.runtime:
-// lab/snapshot.py leaves out of the shipped file the snapshot's pages the runtime holds already.
+// lab/site/snapshot.py leaves out of the shipped file the snapshot's pages the runtime holds already.
 // Prints one JSON line: the snapshot's size, how many modules the rest holds and how many free bytes were zeroed.
 //   node snapshot.mjs PYODIDE_DIR WHEEL STAMP OUT REST_ZIP
 import { readFileSync, writeFileSync } from "node:fs";
@@ -60,15 +60,15 @@ pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel");
 let summary;
 try {
   pyodide.globals.set("stamp", stamp);
-  // The page's first request is answered here and only the answer kept (lab.view.keep_first_answer): the
+  // The page's first request is answered here and only the answer kept (lab.page.view.keep_first_answer): the
   // run behind it, its trees and drawings would make the snapshot bigger. The files unpacked here are gone after a
-  // restore; the worker makes the wheel importable again as a zip (lab.wheelzip) for anything imported later.
+  // restore; the worker makes the wheel importable again as a zip (lab.page.wheelzip) for anything imported later.
   summary = pyodide.runPython(String.raw`
 import gc, io, json, sys, zipfile
-import lab.view
-import lab.wheelzip  # the worker reads the wheel as a zip with it after a restore
+import lab.page.view
+import lab.page.wheelzip  # the worker reads the wheel as a zip with it after a restore
 
-lab.view.keep_first_answer(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
+lab.page.view.keep_first_answer(json.dumps({"hash": "", "progress": {}, "memo": {}}))  # the page's first request (bridge.js pump)
 
 PREFIX_LAB_STAMP = stamp
 archive = next(p for p in sys.path if p.endswith(".zip"))

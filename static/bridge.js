@@ -4,9 +4,9 @@
 // The URL hash is the state. A control change or an action is sent to the worker as a
 // delta against the current hash; the worker answers with the new hash and JSON patches
 // ({bokeh: {model name: {prop: value}}, dom: {selector: {text|html|attrs}}}) which
-// `apply` writes into the page. All logic lives in Python (lab/view.py); this file only
+// `apply` writes into the page. All logic lives in Python (lab/page/view.py); this file only
 // moves messages and patches, and names no control: what a control does is declared in
-// lab/controls.py. document.documentElement.dataset.lab says where we are:
+// lab/page/controls.py. document.documentElement.dataset.lab says where we are:
 // "waiting" while an embed has not been shown yet (static/boot.js), "booting" until the
 // worker can compute, "busy" while it does, "ready" otherwise ("error" if the simulator
 // could not start).
@@ -80,7 +80,7 @@ const waitedFor = (d) => shown(d) && inView(d);
 
 // -- the page's documents, drawn as they come into view -----------------------------------
 //
-// The build cuts the page's Bokeh models into one document per root (lab/pagedocs.py) and points
+// The build cuts the page's Bokeh models into one document per root (lab/site/pagedocs.py) and points
 // the page's embed call here. A document is made (its models, from its JSON) and drawn (its views built
 // and laid out, the costly part) when its place on the page is on screen; once the first answer is on
 // screen, those within a screen of it, then the rest, one at a time while the browser is idle; last,
@@ -492,7 +492,7 @@ function refocus(container, old) {
 // Bokeh leaves a slider's handle, a spinner's buttons and a button group unnamed, and makes
 // each chart's canvas a tab stop with nothing to say. After every render: each widget's parts
 // take the name (and description) its second tag declares (`{aria: {label, description}}`,
-// from lab/layout.py); a button group becomes a named group whose buttons say whether they
+// from lab/site/layout.py); a button group becomes a named group whose buttons say whether they
 // are pressed; a disabled slider leaves the tab order; spinner buttons leave it too (the
 // arrow keys in the box do the same); nothing inside a chart (`role=img`, named by its
 // caption) is a tab stop.
@@ -545,7 +545,7 @@ function nameInputs(only = null) {  // `only`: one document's views (one just dr
 
 // What the browser keeps for the player, sent with every request and kept from every answer
 // (the view checks both): mission progress (best stars per mission), and the memo (the setup
-// behind each best, the setups played, the way back; see lab/missionview.py).
+// behind each best, the setups played, the way back; see lab/page/missionview.py).
 const PROGRESS_KEY = "prefix-lab:progress";
 const MEMO_KEY = "prefix-lab:memo";
 
@@ -582,7 +582,7 @@ function keep(view) {
 // article use too (static/boot.js): it cannot be terminated from here, so when it fails this
 // frame (a boot that fails or does not end, a computation stuck or dead) the frame closes its
 // port and starts a dedicated worker of its own, as the full lab has; the other frames do the
-// same when their own limits run out. The per-change work is bounded in Python (lab/view.py
+// same when their own limits run out. The per-change work is bounded in Python (lab/page/view.py
 // counts requests against its budget); these limits catch what that cannot: a boot that does
 // not end, a worker that dies, a machine far slower than planned.
 // `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
@@ -798,7 +798,7 @@ else boot.onstart = startWorker;
 
 // -- your own traffic: a trace file chosen or dropped --------------------------------------
 //
-// The File goes to the worker, which reads it in slices (lab/tracepage.py); the view plays it
+// The File goes to the worker, which reads it in slices (lab/page/tracepage.py); the view plays it
 // while the URL says `trace=<its name>`. Nothing is uploaded: the file stays in the browser.
 const traceBar = document.getElementById("trace-progress");
 const traceStatus = document.getElementById("trace-status");
@@ -861,6 +861,29 @@ if (dropZone) {
     useTrace(event.dataTransfer?.files?.[0]);
   });
 }
+
+// -- your own GPU: a fit file (prefix-lab profile fit) chosen ------------------------------
+//
+// A fit is a few hundred bytes of JSON: its text goes to the view, which checks it and puts its
+// coefficients in the setup, so the URL carries them. Nothing is uploaded.
+const GPU_FIT_MAX_BYTES = 1 << 20;
+
+async function useGpuFit(file) {
+  if (!file) return;
+  const status = document.getElementById("gpu-fit-status");
+  if (file.size > GPU_FIT_MAX_BYTES) {
+    if (status) status.textContent = `${file.name} is ${(file.size / 1e6).toFixed(1)} MB: a GPU fit is a few ` +
+      "hundred bytes of JSON, as prefix-lab profile fit writes it.";
+    return;
+  }
+  if (status) status.textContent = `Reading ${file.name}…`;
+  enqueue({ action: { type: "gpu_fit", name: file.name, text: await file.text() } });
+}
+
+document.getElementById("gpu-fit-file")?.addEventListener("change", (event) => {
+  useGpuFit(event.target.files?.[0]);
+  event.target.value = "";  // the same file chosen again is a change again
+});
 
 // -- from the page -----------------------------------------------------------------
 
@@ -962,7 +985,7 @@ whenBokehReady().then(() => {
   nameInputs();
 });
 
-// -- workshop room (lab/roomserve.py, static/room.js) ------------------------------------------
+// -- workshop room (lab/server/roomserve.py, static/room.js) ------------------------------------------
 // Only a browser that joined a room through the room's join page holds `prefix-lab:room` in
 // localStorage; only then is the room's script loaded (from the room server, not the site).
 // Everywhere else, a static copy included, nothing more is requested and nothing is sent.

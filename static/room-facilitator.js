@@ -1,4 +1,4 @@
-// prefix-lab room: the facilitator's page (lab/roomserve.py). Follows the room live over
+// prefix-lab room: the facilitator's page (lab/server/roomserve.py). Follows the room live over
 // server-sent events (`room`, the whole room as JSON, after every change) and writes it into
 // the page as text: a participant's name never becomes HTML. document.documentElement.dataset
 // says where it stands: `room` is "live" or "reconnecting", `updates` counts the snapshots drawn.

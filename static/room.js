@@ -1,4 +1,4 @@
-// prefix-lab room: the participant's side of a workshop room (lab/roomserve.py).
+// prefix-lab room: the participant's side of a workshop room (lab/server/roomserve.py).
 //
 // bridge.js loads this file only when localStorage holds a room membership, which only the
 // room's join page (/room/join) writes, so a static copy of the site never loads it and sends

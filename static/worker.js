@@ -1,9 +1,9 @@
 // prefix-lab worker: boots the Pyodide core from this site, loads the project's own
 // pure-Python wheel (model, missions, lab view code) and answers view requests with
-// lab.view.handle_json. Nothing is fetched from any other origin; no package is
+// lab.page.view.handle_json. Nothing is fetched from any other origin; no package is
 // installed from an index (the wheel is unpacked or read as a zip, not resolved).
 //
-// Two ways to boot. With a memory snapshot (made by the build, lab/snapshot.py), Pyodide
+// Two ways to boot. With a memory snapshot (made by the build, lab/site/snapshot.py), Pyodide
 // restores an interpreter that has already imported the view code: well under a second.
 // Without one, or when the snapshot cannot be used (the file missing or damaged, made for
 // another wheel, a restore that throws or hangs), it boots normally; a wasm that cannot be
@@ -15,13 +15,13 @@
 // The same file runs as a dedicated Worker (one page, one runtime: the full lab) or as a
 // SharedWorker (the embeds of one article share one runtime, see static/boot.js). Shared, it
 // boots Pyodide once and answers each frame on that frame's own port: a request carries the
-// frame's whole state (its hash, progress and memo), lab.view.handle keeps nothing between
+// frame's whole state (its hash, progress and memo), lab.page.view.handle keeps nothing between
 // requests but a memo of runs, and the trace files a frame gives are kept for that frame alone.
 // Requests from several frames are answered one at a time, in the order they arrive.
 
 // The build renames the Pyodide folder by its content hash and writes that name here (both
 // lines), and in place of null the snapshot's name, its size as served (in page-map form) and
-// the size of Pyodide's snapshot it holds (lab/snapshot.py).
+// the size of Pyodide's snapshot it holds (lab/site/snapshot.py).
 const PYODIDE = "./pyodide/";
 const SNAPSHOT = null;
 const SNAPSHOT_BYTES = null;
@@ -67,7 +67,7 @@ const runtime = { id: Math.random().toString(36).slice(2, 10), shared: SHARED, f
 
 const fileReader = typeof FileReaderSync === "function" ? new FileReaderSync() : null;
 
-// A file as lab.tracepage.Source: its name and size, bytes by range, and progress for the frame's bar.
+// A file as lab.page.tracepage.Source: its name and size, bytes by range, and progress for the frame's bar.
 function traceSource(file, port) {
   return {
     name: file.name,
@@ -94,7 +94,7 @@ async function fetchSnapshot(response, t0) {
   return { bytes, ...pageRuns(bytes) };
 }
 
-// The snapshot as the build ships it (lab/snapshot.py's pack): MAGIC; the length of Pyodide's snapshot, the
+// The snapshot as the build ships it (lab/site/snapshot.py's pack): MAGIC; the length of Pyodide's snapshot, the
 // page size and a checksum of the pages the runtime holds (uint32, little-endian); a map of the pages stored
 // in the file, then a map of the pages the runtime's memory holds already (a bit per page each; a page in
 // neither is all zeros); then the stored pages in order. Returns {runs, sum}: runs of pages, [{start, end,
@@ -130,7 +130,7 @@ function pageRuns(bytes) {
   return { runs, sum };
 }
 
-// lab/snapshot.py's runtime_sum: FNV-1a over the 32-bit words of the pages the runtime holds, in order.
+// lab/site/snapshot.py's runtime_sum: FNV-1a over the 32-bit words of the pages the runtime holds, in order.
 function runtimeSum(heap, runs, head) {
   let h = 2166136261;
   for (const { start, end, from } of runs) {
@@ -266,20 +266,20 @@ async function boot(wheelUrl) {
     self.prefixLabBoot.wheel = "unpacked";
   }
   self.prefixLabBoot.wheelMs = performance.now() - t1;
-  view = pyodide.pyimport("lab.view");
+  view = pyodide.pyimport("lab.page.view");
   return { bootMs: performance.now() - t0, route: self.prefixLabBoot.route };
 }
 
 // A restored interpreter has imported the view code from files the snapshot does not hold (Pyodide's file
 // system is not in the heap), so a module imported later would not be found. Unpacking the wheel again
 // (68 files) took 80-100 ms on the way to the first answer; instead the wheel is written as one file and
-// read as a zip (lab.wheelzip, imported by the snapshot). Returns how the wheel was made importable.
+// read as a zip (lab.page.wheelzip, imported by the snapshot). Returns how the wheel was made importable.
 const WHEEL_FILE = "/lib/prefix_lab.whl";
 function mountWheel(pyodide, archive) {
   pyodide.FS.writeFile(WHEEL_FILE, archive);
   let wheelzip = null;
   try {
-    wheelzip = pyodide.pyimport("lab.wheelzip");
+    wheelzip = pyodide.pyimport("lab.page.wheelzip");
     if (wheelzip.mount(WHEEL_FILE) > 0) return "zip";
   } catch (err) {
     console.info("prefix-lab worker: unpacking the wheel, it cannot be read as a zip:", String(err?.message ?? err).slice(-200));
@@ -381,7 +381,7 @@ const REMEMBERED_MS = 20;
 let setupMs = 0;
 
 // A view request, answered once the boot has ended (a failed boot has told the frame already).
-// Then, in idle time, the answers a slider moved one step further would get (lab.view.prefetch_json).
+// Then, in idle time, the answers a slider moved one step further would get (lab.page.view.prefetch_json).
 async function answer(port, msg, fileSources) {
   if (msg.type !== "view") return;
   const chain = ++warming;

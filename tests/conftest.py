@@ -49,7 +49,7 @@ def server(tmp_path_factory):
     When the project's `site/` (built by scripts/setup.sh) is current with the sources, it is copied: the
     same build, without half a minute of building it again. Otherwise `serve` builds into the empty folder.
     """
-    from lab.build import site_is_current
+    from lab.site.build import site_is_current
 
     site = tmp_path_factory.mktemp("site") / "site"
     built = Path(__file__).resolve().parent.parent / "site"
@@ -77,8 +77,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
-
-    from lab.browser import launch
+    from support.browser import launch
 
     with sync_playwright() as p:
         chromium = launch(p)
@@ -192,7 +191,7 @@ def reset_lab(page, fragment=""):
     the hash is set, and localStorage is cleared. Each change waits for the page's answer to it: one more
     view applied and `data-lab` back at `ready`.
     """
-    from lab.controls import EVENT_INPUTS
+    from lab.page.controls import EVENT_INPUTS
 
     defaults = {i.name: i.default for i in EVENT_INPUTS}
 

@@ -12,7 +12,7 @@ pyodide.globals.set("scenarios_json", readFileSync(scenariosPath, "utf8"));
 const out = pyodide.runPython(`
 import json, sys
 from model import Scenario, simulate
-from lab.view import handle
+from lab.page.view import handle
 lines = [sys.version.split()[0]]
 for text in json.loads(scenarios_json):
     result = simulate(Scenario().with_text(text))

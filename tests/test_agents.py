@@ -7,7 +7,7 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.cli import main
+from lab.cli.main import main
 from model import RACE, Run, Scenario, ServingRun, TooManyRequests, fanout_race, simulate
 
 AGENT = Scenario().with_text({"traffic.kind": "agent", "fleet.memory_gb": "16"})

@@ -10,7 +10,7 @@ import json
 import pytest
 from helpers import request
 
-from lab.cli import main
+from lab.cli.main import main
 from model import (
     Replica,
     Scenario,
@@ -30,8 +30,8 @@ from model import (
     transfer_of,
     warm_ttft_s,
 )
-from model.explainers import HOURS_PER_MONTH, Prices, api_bill, prices_of
-from model.routers import CacheAware, Cost
+from model.routing.routers import CacheAware, Cost
+from model.studies.explainers import HOURS_PER_MONTH, Prices, api_bill, prices_of
 
 ARTICLE = build("article_14b_h100")
 DEFAULT = Scenario()

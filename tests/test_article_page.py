@@ -7,7 +7,7 @@ import pytest
 from conftest import READY, metrics
 from test_missions_page import answered, choose, mission_button, press, verdict
 
-from lab.figures import FIGURES
+from lab.page.figures import FIGURES
 from missions import find_mission
 
 pytestmark = pytest.mark.browser

@@ -18,7 +18,7 @@ import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
 
-from lab import snapshot as snapshots
+from lab.site import snapshot as snapshots
 
 pytestmark = pytest.mark.browser
 
@@ -177,7 +177,7 @@ def test_every_figure_and_mission_computes_on_the_shipped_standard_library(page,
     """The standard library is trimmed to what the build saw the page import (and, restored from the snapshot,
     to what it had not imported yet): every figure, every mission's start, serving mode and a bad link run on it
     without an error, on either boot."""
-    from lab.figures import embed_figures
+    from lab.page.figures import embed_figures
     from missions import MISSIONS
 
     if route == "normal":
@@ -214,7 +214,7 @@ def test_a_worker_named_for_its_wheel_boots_without_waiting_for_the_pages_messag
 
 
 def test_a_cold_load_draws_what_is_on_screen_first_and_rewrites_nothing_the_build_drew(page, server):
-    """The page's documents (lab/pagedocs.py): at `ready` only those on screen are drawn,
+    """The page's documents (lab/site/pagedocs.py): at `ready` only those on screen are drawn,
     the first answer (the build's own setup) writes no model, and the rest are drawn once reached."""
     page.goto(server["url"])
     page.wait_for_function(READY, timeout=90_000)

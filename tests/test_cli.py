@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario, simulate
 
 REQUEST_FIELDS = ["arrival_s", "session", "turn", "system_prompt", "replica", "prompt_tokens", "user_tokens",

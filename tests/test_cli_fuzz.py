@@ -14,7 +14,7 @@ import tornado.netutil
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.cli import main
+from lab.cli.main import main
 from model import KEYS, simulate
 
 
@@ -127,7 +127,7 @@ def test_fuzz_scenario_files_never_make_a_traceback(tmp_path_factory, content, v
     path = tmp_path_factory.mktemp("fuzz") / "scenario.json"
     path.write_bytes(content)
     argv = ["run", str(path), "--json"] if verb == "run" else ["score", "--mission", "cache-on", str(path)]
-    with mock.patch("lab.cli.simulate", _quick_simulate), mock.patch("lab.runbound.RUN_MAX_REQUESTS", SMALL_BOUND):
+    with mock.patch("lab.cli.main.simulate", _quick_simulate), mock.patch("lab.common.runbound.RUN_MAX_REQUESTS", SMALL_BOUND):
         status, _, err = run_main(argv)
     assert_one_line_or_success(status, err)
 
@@ -179,10 +179,10 @@ def test_fuzz_arguments_never_make_a_traceback(tmp_path_factory, argv):
         opened.extend(sockets)
         return sockets
 
-    with (mock.patch("lab.cli.simulate", _quick_simulate), mock.patch("lab.build._fill", _fake_fill, create=True),
-          mock.patch("lab.runbound.RUN_MAX_REQUESTS", SMALL_BOUND),
+    with (mock.patch("lab.cli.main.simulate", _quick_simulate), mock.patch("lab.site.build._fill", _fake_fill, create=True),
+          mock.patch("lab.common.runbound.RUN_MAX_REQUESTS", SMALL_BOUND),
           mock.patch("tornado.netutil.bind_sockets", bind_and_keep),
-          mock.patch("lab.serve.asyncio.run", lambda main: main.close()),
+          mock.patch("lab.server.serve.asyncio.run", lambda main: main.close()),
           contextlib.chdir(tmp_path_factory.mktemp("cwd"))):
         try:
             status, _, err = run_main(argv)
@@ -216,8 +216,8 @@ def test_a_trace_timestamp_of_thousands_of_digits_is_one_line_naming_it(tmp_path
 
 
 def test_a_streamed_replay_prints_what_a_replay_keeping_every_record_prints(tmp_path, monkeypatch):
-    from lab import traces
-    from lab.cli import format_summary
+    from lab.cli.main import format_summary
+    from lab.common import traces
     from model import Scenario, generate, replay, trace_lines
 
     trace = tmp_path / "trace.jsonl"
@@ -246,12 +246,12 @@ def test_a_streamed_replay_prints_what_a_replay_keeping_every_record_prints(tmp_
     ["traffic.session_rate=1", "duration_s=3000", "fleet.decode=true"],
 ])
 def test_a_run_over_the_declared_bound_is_refused_before_it_starts(sets, monkeypatch):
-    import lab.runbound
+    import lab.common.runbound
 
     says = "more than 500,000 requests" if "traffic.turns_mean=20" in sets else "more than 10,000 requests"
     if "traffic.turns_mean=20" not in sets:  # counted to a smaller bound, to keep the test short
-        monkeypatch.setattr(lab.runbound, "RUN_MAX_REQUESTS", 10_000)
-    with mock.patch("lab.cli.simulate", side_effect=AssertionError("nothing may run")):
+        monkeypatch.setattr(lab.common.runbound, "RUN_MAX_REQUESTS", 10_000)
+    with mock.patch("lab.cli.main.simulate", side_effect=AssertionError("nothing may run")):
         status, _, err = run_main(["run", *(t for s in sets for t in ("--set", s))])
     assert status == 2 and err.count("\n") == 1 and says in err and "duration_s" in err
     for verb in ("split", "money", "queue") if "more than 10,000" in says else ():  # the verbs that run it too
@@ -260,31 +260,31 @@ def test_a_run_over_the_declared_bound_is_refused_before_it_starts(sets, monkeyp
 
 
 def test_closed_users_are_stopped_at_the_bound_with_the_same_line(monkeypatch):
-    import lab.runbound
+    import lab.common.runbound
 
-    monkeypatch.setattr(lab.runbound, "RUN_MAX_REQUESTS", 200)
+    monkeypatch.setattr(lab.common.runbound, "RUN_MAX_REQUESTS", 200)
     status, _, err = run_main(["run", "--preset", "kv-locality-note"])
     assert status == 2 and err.count("\n") == 1 and "more than 200 requests" in err
 
 
 def test_a_replay_over_the_declared_bound_is_refused_after_the_check_and_before_the_run(tmp_path, monkeypatch):
-    import lab.runbound
+    import lab.common.runbound
 
     trace = tmp_path / "trace.jsonl"
     trace.write_text("".join(f'{{"timestamp": {i}, "input_length": 600, "output_length": 5, "hash_ids": [{i}, {i + 1}]}}\n'
                              for i in range(300)))
-    monkeypatch.setattr(lab.runbound, "REPLAY_MAX_REQUESTS", 200)
-    with mock.patch("model.trace.simulate", side_effect=AssertionError("nothing may run")):
+    monkeypatch.setattr(lab.common.runbound, "REPLAY_MAX_REQUESTS", 200)
+    with mock.patch("model.sources.trace.simulate", side_effect=AssertionError("nothing may run")):
         status, _, err = run_main(["replay", str(trace)])
         assert status == 2 and err.count("\n") == 1 and "the trace has 300 requests" in err
-        monkeypatch.setattr(lab.runbound, "REPLAY_MAX_REQUESTS", 10**6)
-        monkeypatch.setattr(lab.runbound, "NODE_BYTES", 10**8)
+        monkeypatch.setattr(lab.common.runbound, "REPLAY_MAX_REQUESTS", 10**6)
+        monkeypatch.setattr(lab.common.runbound, "NODE_BYTES", 10**8)
         status, _, err = run_main(["replay", str(trace), "--set", "fleet.memory_gb=none", "--set",
                                    "fleet.replicas=1"])
         assert status == 2 and "fleet.memory_gb=none keeps every block" in err
 
 
 def test_running_out_of_memory_is_one_line():
-    with mock.patch("lab.cli.simulate", side_effect=MemoryError):
+    with mock.patch("lab.cli.main.simulate", side_effect=MemoryError):
         status, _, err = run_main(["run"])
     assert status == 2 and err.count("\n") == 1 and err.startswith("prefix-lab: error: ran out of memory")

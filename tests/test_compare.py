@@ -1,8 +1,8 @@
 """Compare mode: a pinned baseline travels in the URL, the deltas are the difference of the two runs, the baseline's
 lines are drawn behind, and locked axes hold still across a change."""
 
-import lab.view as view
-from lab.compare import AXES, bounds, read_axes
+import lab.page.view as view
+from lab.page.compare import AXES, bounds, read_axes
 from model import Scenario, simulate
 
 

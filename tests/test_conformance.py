@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario
-from model.engine import Run
-from model.text import Renderer
+from model.engines.lab import Run
+from model.routing.text import Renderer
 
 HEADER = {"router": "sglang-router 0.3.2", "policy": "cache_aware", "workers": 4, "tie_order": [0, 1, 2, 3],
           "config": {"cache_threshold": 0.3, "balance_abs_threshold": 64, "balance_rel_threshold": 1.5},

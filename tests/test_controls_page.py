@@ -1,4 +1,4 @@
-"""The page in Chromium: the never-spill switch (declared once in `lab.controls`) both ways. Controls are found by
+"""The page in Chromium: the never-spill switch (declared once in `lab.page.controls`) both ways. Controls are found by
 role and accessible name; tests wait on the page's state. (Progress kept by mission id in localStorage is played
 through in test_missions_page.py.)"""
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab.build import inline_script_hashes
+from lab.site.build import inline_script_hashes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def test_the_readme_is_short_and_its_links_into_the_docs_exist():
 
 
 def test_the_cli_page_shows_every_verb():
-    from lab.cli import parser
+    from lab.cli.main import parser
 
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     verbs = next(a for a in parser()._actions if a.choices and "run" in a.choices).choices

@@ -2,15 +2,15 @@
 iframe ends where its content ends (within 2 px), also when the content grows after the first report (the
 frame starts at 300 px and the embed grows as Bokeh lays it out).
 
-The article and the proxy that keeps the browser to the two origins are lab/embedhost.py's, shared with
+The article and the proxy that keeps the browser to the two origins are tests/support/embedhost.py's, shared with
 bench/bench_embed_fit.py, which repeats this ten times a figure.
 """
 
 import pytest
 from conftest import READY
+from support.embedhost import CONTENT_HEIGHT, article_host, article_html, frame_fits, proxied_context
 
-from lab.embedhost import CONTENT_HEIGHT, article_host, article_html, frame_fits, proxied_context
-from lab.figures import embed_figures
+from lab.page.figures import embed_figures
 
 pytestmark = pytest.mark.browser
 

@@ -1,6 +1,6 @@
 """Several embeds in one article on another origin: each boots when shown, and they share one simulator.
 
-The article is served from its own port (lab/embedhost.py) and the browser context goes through a recording
+The article is served from its own port (tests/support/embedhost.py) and the browser context goes through a recording
 proxy, which sees what the shared worker fetches (Playwright's routes do not) and refuses other origins. One
 article holds two embeds at the top, with different setups in their URLs, and two far below the fold; a second
 context, with SharedWorker removed, holds two at the top. Waits are on each frame's `data-lab`, never sleeps.
@@ -8,8 +8,7 @@ context, with SharedWorker removed, holds two at the top. Waits are on each fram
 
 import pytest
 from conftest import READY, expected_metrics, metrics
-
-from lab.embedhost import article_host, article_html, proxied_context
+from support.embedhost import article_host, article_html, proxied_context
 
 pytestmark = pytest.mark.browser
 

@@ -3,9 +3,9 @@ and an embed showing exactly the figures and controls its URL names."""
 
 import pytest
 
-import lab.view as view
-from lab.controls import CONTROLS
-from lab.figures import ARTICLE_FIGURES, FIGURES, Context, fleet_key
+import lab.page.view as view
+from lab.page.controls import CONTROLS
+from lab.page.figures import ARTICLE_FIGURES, FIGURES, Context, fleet_key
 from model import (
     RACE,
     Scenario,
@@ -329,7 +329,7 @@ def test_the_serving_figures_offer_serving_mode_and_the_queue_a_burst():
 def test_the_authors_guide_has_a_snippet_and_a_screenshot_for_every_figure():
     from pathlib import Path
 
-    from lab.figures import embed_figures
+    from lab.page.figures import embed_figures
     root = Path(__file__).resolve().parent.parent
     guide = (root / "docs" / "embedding.md").read_text(encoding="utf-8")  # "Embedding in an article"
     for name in embed_figures():

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import FITS, GpuFit, Measured, Scenario, Shape, build, gemm_ops, layer_flops, layer_s, lm_head_s, profile_of
-from model.gpu import (
+from model.gpus.gpu import (
     attention_flops_per_s,
     blend,
     decode_kv_s,

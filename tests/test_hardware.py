@@ -111,7 +111,7 @@ def test_a_measured_preset_takes_its_speed_from_its_fit_and_says_which_overrides
     profile, notes = profile_of(s)
     assert profile.prefill_s(4_000) == base.prefill_s(4_000) and profile.decode_step_s(900) == base.decode_step_s(900)
     assert profile.weight_bytes == 70e9 * 2 and profile.peak_flops_per_s == 500e12  # memory and the roof move
-    assert len(notes) == 1 and "model/gpufits.py" in notes[0] and "params_b" in notes[0]
+    assert len(notes) == 1 and "model/gpus/gpufits.py" in notes[0] and "params_b" in notes[0]
     layers, _ = profile_of(Scenario().with_text({"hardware.preset": "llama8b_h100", "hardware.layers": "64"}))
     assert layers.prefill_s(4_000) > 1.9 * base.prefill_s(4_000)  # the shape does move it
     assert profile_of(Scenario().with_text({"hardware.preset": "llama8b_h100"}))[1] == ()

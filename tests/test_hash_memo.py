@@ -1,7 +1,7 @@
 """The view remembers what a URL hash reads as, by its text: the same state as reading it afresh."""
 
-import lab.view as view
-from lab.urlstate import read_hash
+import lab.page.view as view
+from lab.page.urlstate import read_hash
 
 HASHES = ["", "fleet.replicas=6", "fleet.replicas=6&seed=3", "fleet.replicas=7", "mission=cache-on&fleet.cache=false",
           "fleet.replicas=99", "nonsense&router.kind=cache_aware", "base=fleet.replicas%3D2"]

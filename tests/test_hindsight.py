@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario, ScenarioError, simulate
-from model.hindsight import explain
+from model.studies.hindsight import explain
 
 
 def scenario(**text):

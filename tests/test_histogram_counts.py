@@ -5,7 +5,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.figures import _histogram
+from lab.page.figures import _histogram
 
 
 def placed_one_by_one(ttfts: tuple[float, ...]) -> list[int]:

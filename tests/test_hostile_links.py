@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.urlstate import MAX_HASH, MAX_NOTICES, read_hash
-from lab.view import PAGE_BUDGET, handle
+from lab.page.urlstate import MAX_HASH, MAX_NOTICES, read_hash
+from lab.page.view import PAGE_BUDGET, handle
 from model import KEYS, Scenario, simulate
 
 # The links a probe found: each once ran hundreds of thousands of requests (or ran out of memory) per change.

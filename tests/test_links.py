@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.tracemission import mission_sources
-from lab.urlstate import SCHEMA, Rename, read_hash, write_hash
-from lab.view import handle
+from lab.common.tracemission import mission_sources
+from lab.page.urlstate import SCHEMA, Rename, read_hash, write_hash
+from lab.page.view import handle
 from missions import MISSIONS, find_mission
 from model import Scenario
 

@@ -1,6 +1,6 @@
 """The load chart's cells, built a replica's row at a time: one cell per replica and bin, busy share capped at 100%."""
 
-from lab.figures import Context, _load_data, _mids, replica_name
+from lab.page.figures import Context, _load_data, _mids, replica_name
 from model import Scenario, simulate
 
 

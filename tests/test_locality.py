@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from lab.cli import main
-from lab.presets import preset_hash, preset_rows
-from lab.urlstate import read_hash
+from lab.cli.main import main
+from lab.page.presets import preset_hash, preset_rows
+from lab.page.urlstate import read_hash
 from model import Scenario, ScenarioError, simulate
-from model.locality import NOTE, locality_comparison
 from model.presets import NAMED, scenario_of
+from model.studies.locality import NOTE, locality_comparison
 
 NOTE_RR = NOTE["round_robin"]["request_hit_rate"]  # 12.5%
 

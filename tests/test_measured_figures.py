@@ -4,9 +4,9 @@ these tests hold with or without the shared profiles."""
 
 import pytest
 
-import lab.measured as measured
-import lab.view as view
-from lab.figures import FIGURES, Context
+import lab.page.measured as measured
+import lab.page.view as view
+from lab.page.figures import FIGURES, Context
 from model import Scenario, build, intensity, layer_flops, roofline_of
 
 LLAMA = Scenario().with_text({"hardware.preset": "llama8b_a100"})

@@ -6,7 +6,7 @@ import json
 import pytest
 from test_missions import SOLUTIONS
 
-from lab.tracemission import run_mission
+from lab.common.tracemission import run_mission
 from missions import MISSIONS, find_mission, score
 
 # sha256 over one mission's verdicts (stars, pass, every reason with its figure) on its broken start, its

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from test_missions import SOLUTIONS
 
-from lab import missionsweep
-from lab.cli import main
-from lab.controls import CONTROLS, control_of
-from lab.figures import FIGURES as CHARTS
-from lab.glossary import GLOSSARY, term
-from lab.tracemission import TRACES_ENV, run_mission
+from lab.cli.main import main
+from lab.common.tracemission import TRACES_ENV, run_mission
+from lab.page.controls import CONTROLS, control_of
+from lab.page.figures import FIGURES as CHARTS
+from lab.page.glossary import GLOSSARY, term
+from lab.site import missionsweep
 from missions import MISSIONS, Block, find_mission
 from missions.grid import block, setups
 from missions.scoring import BETTER, FIGURES

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from lab.cli import main
-from lab.tracemission import run_mission
+from lab.cli.main import main
+from lab.common.tracemission import run_mission
 from missions import MISSIONS, Threshold, check_catalog, find_mission, score, unlocked
 
 # (one-star setup, three-star setup) as dotted keys applied to the mission's start.

@@ -103,7 +103,7 @@ def test_a_change_redraws_the_charts_in_view_at_once_and_those_far_below_when_th
 
 
 def test_panels_model_definitions_are_decoded_once_for_all_the_documents(fresh_lab, server):
-    """Every document the build cut (lab/pagedocs.py) carries the same `defs`: the page decodes them into Bokeh's
+    """Every document the build cut (lab/site/pagedocs.py) carries the same `defs`: the page decodes them into Bokeh's
     default resolver once, and each document resolves them from there."""
     names = fresh_lab.evaluate("""() => {
         const resolver = Bokeh.require("base").default_resolver;

@@ -1,4 +1,4 @@
-"""lab/pagedocs.py: the page's one Bokeh document cut into one per root, each whole on its own."""
+"""lab/site/pagedocs.py: the page's one Bokeh document cut into one per root, each whole on its own."""
 
 import json
 import re
@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 from bokeh.resources import CDN
 
-from lab.pagedocs import LAZY_CALL, PageDocsError, split_documents
+from lab.site.pagedocs import LAZY_CALL, PageDocsError, split_documents
 
 
 def page_of(*roots):

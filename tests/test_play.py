@@ -7,7 +7,7 @@ still moving), an action, and what the browser keeps for the player (`progress`,
 
 import re
 
-from lab.view import handle
+from lab.page.view import handle
 from missions import MISSIONS, find_mission
 from model import Scenario
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from model import Run, Scenario, View, simulate, stream
 from model.memory import Memory
-from model.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware
+from model.routing.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware
 
 
 def scenario(**text):

@@ -10,7 +10,7 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.controls import CONTROLS
+from lab.page.controls import CONTROLS
 from missions import find_mission, score
 from missions.scoring import figures
 from model import (
@@ -27,8 +27,8 @@ from model import (
     split_figures,
     stall_of,
 )
-from model.roofline import intensity, ridge, roofline, tokens_to_ridge
-from model.stall import CO_ANSWER, stall_demo
+from model.studies.roofline import intensity, ridge, roofline, tokens_to_ridge
+from model.studies.stall import CO_ANSWER, stall_demo
 
 ARTICLE = build("article_14b_h100")
 

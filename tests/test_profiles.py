@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from lab.cli import main
-from lab.profiles import (
+from lab.cli.main import main
+from lab.common.profiles import (
     ProfileError,
     check,
     fit_from_json,
@@ -23,7 +23,7 @@ from lab.profiles import (
     shared_profiles,
 )
 from model import ELEMENTWISE, FITS, FLASH_ATTENTION_2, GEMMS, GpuFit, Shape
-from model.gpu import elementwise_s, gemm_ops, gemm_s, layer_s
+from model.gpus.gpu import elementwise_s, gemm_ops, gemm_s, layer_s
 
 OPS = ("emb",) + GEMMS + ELEMENTWISE
 STATS = ("min", "max", "mean", "median", "std")
@@ -162,8 +162,10 @@ def test_a_fit_survives_json_and_a_bad_fit_file_is_named():
     text = json.dumps(fit_to_json(FITS["h100"]))
     assert fit_from_json(text, "f.json") == FITS["h100"]
     for bad, message in (("{", "not JSON"), ("[]", "not a GPU fit"), ('{"kind": "prefix-lab gpu fit"}', "missing"),
-                         (text.replace('"blend": 2', '"blend": 3'), "impossible"),
-                         (text.replace('"mlp_act"', '"softmax"'), "impossible"),
+                         (text.replace('"blend": 2', '"blend": 3'), "its blend one of 1, 2, 4, 8"),
+                         (text.replace('"mlp_act"', '"softmax"'), "lacks elementwise coefficients for mlp_act"),
+                         (text.replace('"gemm_floor_s": ', '"gemm_floor_s": -'), "floor seconds, outside"),
+                         (text.replace('[1024', '[100'), "increasing sequence lengths"),
                          (text.replace('"tile": 128', '"tile": "wide"'), "missing or bad field")):
         with pytest.raises(ProfileError, match=message):
             fit_from_json(bad, "f.json")
@@ -231,7 +233,7 @@ needs_shared = pytest.mark.skipif(not SHARED, reason="no shared Vidur profiles (
 def test_the_committed_fits_are_what_the_shared_profiles_give():
     for gpu, paths in SHARED.items():
         fit = fit_gpu([read_profile(p) for p in paths], gpu, FLASH_ATTENTION_2[gpu], FITS[gpu].source)
-        assert fit == FITS[gpu], f"model/gpufits.py is behind the profiles: run bench/gpu_fit.py --write ({gpu})"
+        assert fit == FITS[gpu], f"model/gpus/gpufits.py is behind the profiles: run bench/gpu_fit.py --write ({gpu})"
 
 
 @needs_shared
@@ -246,12 +248,12 @@ def test_each_shared_model_left_out_of_the_fit_is_still_predicted_within_the_bou
 # -- what the page draws ------------------------------------------------------------------------------
 
 def test_the_wheel_carries_the_measured_points_as_plain_data(tmp_path):
-    from lab.build import _write_wheel
-    from lab.measured import read_points
+    from lab.page.measured import read_points
+    from lab.site.build import _write_wheel
 
     name = _write_wheel(tmp_path)
     with zipfile.ZipFile(tmp_path / name.split("/", 1)[1]) as zf:
-        text = zf.read("lab/_measured_points.py").decode()
+        text = zf.read("lab/page/_measured_points.py").decode()
         assert not any(n.endswith(".csv") for n in zf.namelist())
     space: dict = {}
     exec(compile(text, "_measured_points.py", "exec"), space)  # noqa: S102 -- the module the build wrote

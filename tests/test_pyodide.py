@@ -8,8 +8,8 @@ from pathlib import Path
 
 from helpers import everything
 
-from lab.build import _write_wheel, pyodide_dir
-from lab.view import handle
+from lab.page.view import handle
+from lab.site.build import _write_wheel, pyodide_dir
 from model import Scenario, simulate
 
 HERE = Path(__file__).resolve().parent
@@ -26,6 +26,11 @@ SCENARIOS = [
      "router.kind": "cache_aware", "dynamic_text": "bottom", "fleet.token_budget": "512"},
     # a measured GPU in lab mode (issue 27): each prefill one pass of the H100 fit (its blend of 2: square roots)
     {"hardware.preset": "qwen14b_h100", "duration_s": "60", "router.kind": "cache_aware"},
+    # a person's own GPU fit, read from its text by the model (blend 8: three square roots)
+    {"hardware.preset": "llama8b_a100", "fleet.decode": "true", "duration_s": "60",
+     "hardware.gpu_fit": "gpufit1,mine,64,2.1e12,3.3e14,5e-06,8,emb:2e-06:1e-11,input_layernorm:2e-06:5e-12,"
+                         "attn_rope:2e-06:4e-12,post_attention_layernorm:2e-06:5e-12,mlp_act:1e-06:5e-12,"
+                         "add:1.5e-06:3e-12,@512.0:1.2e14,@4096.0:2.4e14"},
 ]
 
 

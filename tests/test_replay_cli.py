@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import main
+from lab.cli.main import main
 from model import Scenario, generate
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

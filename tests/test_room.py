@@ -20,10 +20,10 @@ from contextlib import contextmanager
 import pytest
 import tornado.netutil
 
-from lab.cli import main
-from lab.room import NAME_MAX, Progress, Report, RoomError, Store, read_name, read_report
-from lab.roomserve import RoomLimits, RoomServer
-from lab.serve import make_server
+from lab.cli.main import main
+from lab.server.room import NAME_MAX, Progress, Report, RoomError, Store, read_name, read_report
+from lab.server.roomserve import RoomLimits, RoomServer
+from lab.server.serve import make_server
 
 TOKEN = "facilitator-token"
 ONE_STAR = "fleet.replicas=4"  # mission cache-on, fixed: the cache is on by default
@@ -282,14 +282,14 @@ def test_who_is_stuck_longest_and_the_best_setups_come_first(tmp_path):
 
 
 def _v(stars, replicas, p99):
-    from lab.room import Verified
+    from lab.server.room import Verified
 
     return Verified(stars, replicas, p99)
 
 
 WRITER = """
 import sys
-from lab.room import Progress, Report, Store, Verified
+from lab.server.room import Progress, Report, Store, Verified
 store = Store(sys.argv[1])
 pid, _ = store.join("Ada")
 seq = 0
@@ -322,10 +322,10 @@ def test_serve_data_needs_room(capsys):
 
 
 def _serve_without_running(monkeypatch):
-    import lab.serve
+    import lab.server.serve
 
-    monkeypatch.setattr(lab.serve, "site_is_current", lambda site: True)
-    monkeypatch.setattr(lab.serve.asyncio, "run", lambda main: main.close())
+    monkeypatch.setattr(lab.server.serve, "site_is_current", lambda site: True)
+    monkeypatch.setattr(lab.server.serve.asyncio, "run", lambda main: main.close())
 
 
 def test_serve_room_prints_both_addresses_and_keeps_its_data_beside_the_site(tmp_path, monkeypatch, capsys):

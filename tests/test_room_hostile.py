@@ -10,8 +10,8 @@ import logging
 import pytest
 from test_room import FACILITATOR, ONE_STAR, TOKEN, join, report, room_server
 
-import lab.room
-from lab.room import RoomError, read_name, read_report, verify
+import lab.server.room
+from lab.server.room import RoomError, read_name, read_report, verify
 
 
 @pytest.mark.parametrize("current", [[], {}, 3, True])
@@ -25,11 +25,11 @@ def test_a_current_mission_that_is_not_text_is_a_400_not_a_500(tmp_path, current
 
 
 def test_a_setup_over_the_pages_budget_is_refused_naming_it(monkeypatch):
-    import lab.view
+    import lab.page.view
 
-    monkeypatch.setattr(lab.view, "PAGE_BUDGET", 100)
-    monkeypatch.setattr(lab.view, "_RUNS", type(lab.view._RUNS)())  # no run remembered from another test
-    monkeypatch.setattr(lab.view, "_TRAFFIC", type(lab.view._TRAFFIC)())
+    monkeypatch.setattr(lab.page.view, "PAGE_BUDGET", 100)
+    monkeypatch.setattr(lab.page.view, "_RUNS", type(lab.page.view._RUNS)())  # no run remembered from another test
+    monkeypatch.setattr(lab.page.view, "_TRAFFIC", type(lab.page.view._TRAFFIC)())
     verify.cache_clear()
     try:
         with pytest.raises(RoomError, match="more than 100 requests") as refused:
@@ -48,7 +48,7 @@ def test_a_name_that_shows_nothing_is_refused(blank):
 
 
 def test_names_that_look_the_same_are_one_name():
-    key = lab.room.name_key
+    key = lab.server.room.name_key
     assert len({key(n) for n in ("Ada", "ada", "ADA", "\uff21\uff44\uff41", " Ada\u3164")}) == 1
     assert key("Ada") != key("Ada B")
 

@@ -1,6 +1,6 @@
 """The room's scorer: setups scored in worker processes, in turn between addresses, each in a time box, with quotas.
 
-Most tests drive `lab.roomscore.Scorer` from an event loop of their own (on a thread of its own); the
+Most tests drive `lab.server.roomscore.Scorer` from an event loop of their own (on a thread of its own); the
 quota tests hold every setup waiting (no worker starts), so what they see does
 not depend on how fast anything runs. Nothing here sleeps or times anything.
 """
@@ -12,9 +12,9 @@ import threading
 import pytest
 from test_room import join, report, room_server
 
-from lab.room import RoomError, Verified, verify
-from lab.roomscore import ScoreLimits, Scorer, Unchecked
-from lab.urlstate import write_hash
+from lab.page.urlstate import write_hash
+from lab.server.room import RoomError, Verified, verify
+from lab.server.roomscore import ScoreLimits, Scorer, Unchecked
 from missions import find_mission
 
 CACHE_ON = find_mission("cache-on")

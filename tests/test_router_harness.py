@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from router_harness import RouterSession, installed, read_decisions, write_decisions  # noqa: E402
 
 from model import Scenario, generate  # noqa: E402
-from model.text import Renderer  # noqa: E402
+from model.routing.text import Renderer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not installed("sglang") and not os.environ.get("CI"),  # CI installs it: fail there
                                 reason="sglang-router is not installed (the test extra pins it: pip install -e '.[test]')")

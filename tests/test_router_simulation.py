@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from router_harness import RouterSession, installed  # noqa: E402
 
 from model import Scenario, SGLangRouter  # noqa: E402
-from model.engine import Run  # noqa: E402
-from model.text import Renderer  # noqa: E402
+from model.engines.lab import Run  # noqa: E402
+from model.routing.text import Renderer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not installed("sglang") and not os.environ.get("CI"),  # CI installs it: fail there
                                 reason="sglang-router is not installed (the test extra pins it: pip install -e '.[test]')")

@@ -6,7 +6,7 @@ import pytest
 from helpers import busy, fleet, request
 
 from model import ROUTERS, Routing, Scenario, ScenarioError, View, describe, spec_of, stream
-from model.routers import CacheAware, ConsistentHash, LeastLoaded, RandomChoice, RoundRobin
+from model.routing.routers import CacheAware, ConsistentHash, LeastLoaded, RandomChoice, RoundRobin
 
 
 def scenario(**text):

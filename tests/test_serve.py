@@ -11,14 +11,15 @@ import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from conftest import READY, expected_metrics, metrics
 from helpers import asset
 
-from lab import build
-from lab.cli import main
+from lab.cli.main import main
+from lab.site import build
 
 
 def get(server, path, headers=None):
@@ -89,7 +90,7 @@ def test_every_asset_a_page_loads_has_a_content_hashed_name_served_immutable(ser
 
 
 def _hashed(url):
-    from lab.assets import is_hashed
+    from lab.site.assets import is_hashed
 
     return is_hashed(url.removeprefix("./").split("?")[0])
 
@@ -123,7 +124,7 @@ def test_the_wheel_is_pure_python_and_reproducible(server, tmp_path):
     built = json.loads((server["site"] / "build.json").read_text())
     wheel = server["site"] / built["wheel"]
     names = zipfile.ZipFile(wheel).namelist()
-    assert "model/engine.py" in names and "lab/view.py" in names and "missions/__init__.py" in names
+    assert "model/engines/lab.py" in names and "lab/page/view.py" in names and "missions/__init__.py" in names
     assert all(n.endswith(".py") or ".dist-info/" in n for n in names)
     again = tmp_path / build._write_wheel(tmp_path / "wheels")
     assert again.read_bytes() == wheel.read_bytes()
@@ -276,19 +277,18 @@ def test_the_lab_modules_import_one_another_without_a_cycle():
     import ast
     from graphlib import CycleError, TopologicalSorter
 
-    folder = os.path.dirname(build.__file__)
+    root = Path(build.__file__).resolve().parents[2]
     graph = {}
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name)) as f:
-                tree = ast.parse(f.read())
-            graph[name[:-3]] = {node.module.split(".")[0] for node in ast.walk(tree)
-                                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    for path in sorted((root / "lab").rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        imported = {node.module for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+        graph[name] = {m for m in imported if m.startswith("lab.") and m.count(".") >= 2}
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
         pytest.fail(f"import cycle: {exc.args[1]}")
-    assert "cli" not in graph["serve"] and "cli" not in graph["build"]
+    assert not {m for m in graph["lab.server.serve"] | graph["lab.site.build"] if m.startswith("lab.cli.")}
 
 
 def test_serve_rejects_a_bad_port_in_one_line(capsys, tmp_path):

@@ -23,8 +23,8 @@ import tornado.netutil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab import build
-from lab.serve import Limits, accepts_gzip, make_server
+from lab.server.serve import Limits, accepts_gzip, make_server
+from lab.site import build
 
 BOOT = "document.documentElement.dataset.lab = 'booting';"
 PAGE = f"<!doctype html><title>t</title><script>{BOOT}</script><script type=\"application/json\">{{}}</script>"
@@ -340,7 +340,7 @@ def test_slowloris_from_one_address_leaves_the_others_served(site):
     (80, 80, 700, (80, 8)),
 ])
 def test_the_connection_cap_fits_the_open_file_limit(soft, hard, wanted, expected):
-    from lab.serve import connection_budget
+    from lab.server.serve import connection_budget
 
     assert connection_budget(soft, hard, wanted) == expected
 
@@ -350,7 +350,7 @@ import asyncio, resource, socket, sys
 import tornado.netutil
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[2]), int(sys.argv[2])))
-from lab.serve import Limits, make_server
+from lab.server.serve import Limits, make_server
 async def main():
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1", family=socket.AF_INET)
     server = make_server(Path(sys.argv[1]), Limits(write_timeout_s=60))
@@ -387,7 +387,7 @@ def test_slow_readers_under_a_low_open_file_limit_get_503s_not_tracebacks(big_si
 
 
 def test_a_files_digest_is_worked_out_once_not_on_every_request(site, monkeypatch):
-    from lab.serve import SiteHandler
+    from lab.server.serve import SiteHandler
 
     hashed = []
     original = SiteHandler.get_content_version.__func__
@@ -449,7 +449,7 @@ STARVED_SERVER = """
 import asyncio, os, socket, sys
 import tornado.netutil
 from pathlib import Path
-from lab.serve import make_server
+from lab.server.serve import make_server
 async def main():
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1", family=socket.AF_INET)
     server = make_server(Path(sys.argv[1]))

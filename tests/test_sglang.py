@@ -6,10 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model import Scenario, View, simulate
-from model.routers import SGLang
-from model.sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule, f32
-from model.text import CHARS_PER_TOKEN, FILLER, Renderer
-from model.textree import TextTree
+from model.routing.routers import SGLang
+from model.routing.sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule, f32
+from model.routing.text import CHARS_PER_TOKEN, FILLER, Renderer
+from model.routing.textree import TextTree
 
 
 def scenario(**text):
@@ -214,7 +214,7 @@ def test_every_recorded_decision_file_agrees_with_its_policy_at_least_99_percent
     """The files bench/conformance_record.py recorded from the real binaries (sgl-router 0.3.2, vllm-router 0.1.17)."""
     from pathlib import Path
 
-    from lab.conformance import policy_of, read_decisions, replay
+    from lab.cli.conformance import policy_of, read_decisions, replay
     files = sorted((Path(__file__).resolve().parent.parent / "bench" / "conformance").glob("*.jsonl.gz"))
     assert len(files) >= 20
     seen = set()
@@ -264,7 +264,7 @@ def test_the_routers_defaults_are_their_launchers():
 
 
 def test_a_forced_decision_puts_the_text_where_the_request_went():
-    from model.dispatch import Dispatcher
+    from model.routing.dispatch import Dispatcher
     reps = fleet(2)
     d = Dispatcher(scenario(router__kind="sglang"), force={0: 1})
     d.route(request(0, ["s", "u"], sizes=[100, 50]), reps, 0.0)  # the router would pick 0; forced to 1

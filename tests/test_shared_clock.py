@@ -1,4 +1,4 @@
-"""Trees sharing one clock (as `model.tree` makes them while it watches a run) cache and evict exactly as trees
+"""Trees sharing one clock (as `model.studies.tree` makes them while it watches a run) cache and evict exactly as trees
 with a clock each: the other trees' touches only leave gaps between one tree's stamps."""
 
 import random
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import RadixTree, Scenario
-from model.engine import Run
+from model.engines.lab import Run
 from model.radix import Clock
-from model.tree import _stepped
+from model.studies.tree import _stepped
 
 
 def shape(tree: RadixTree) -> list:

@@ -2,11 +2,11 @@
 
 import pytest
 
-from lab.controls import CONTROLS
-from lab.glossary import GLOSSARY, brief, explain
-from lab.layout import figures
-from lab.site import SiteFileError, load_site, page_variables
-from lab.view import METRICS, render
+from lab.page.controls import CONTROLS
+from lab.page.glossary import GLOSSARY, brief, explain
+from lab.page.view import METRICS, render
+from lab.site.layout import figures
+from lab.site.words import SiteFileError, load_site, page_variables
 from model import ROUTERS, Scenario
 
 

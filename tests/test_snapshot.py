@@ -1,5 +1,5 @@
-"""The build's snapshot step (lab/snapshot.py) refuses what would not restore, and says why in one line; the
-page-map form it ships the snapshot in gives back the same bytes; lab.wheelzip lets a restored interpreter
+"""The build's snapshot step (lab/site/snapshot.py) refuses what would not restore, and says why in one line; the
+page-map form it ships the snapshot in gives back the same bytes; lab.page.wheelzip lets a restored interpreter
 import what it had not imported from the wheel read as a zip."""
 
 import importlib
@@ -10,8 +10,9 @@ import zipfile
 
 import pytest
 
-from lab import snapshot, wheelzip
-from lab.build import pyodide_dir
+from lab.page import wheelzip
+from lab.site import snapshot
+from lab.site.build import pyodide_dir
 
 FAKE = """
 import { writeFileSync } from "node:fs";

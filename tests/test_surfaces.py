@@ -32,7 +32,7 @@ def sources(*folders: str) -> list[Path]:
 def crossings() -> list[tuple[str, str, str, Path, int]]:
     """(package, module, name, file, line) for every import of a package from outside it.
 
-    `from lab import build` imports a module, not a name: it counts as `lab.build`.
+    `from lab import build` imports a module, not a name: it counts as `lab.site.build`.
     """
     out = []
     for path in sources(*PACKAGES, "tests", "bench"):

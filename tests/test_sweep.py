@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import main
-from lab.sweep import Target, Traffic, cheapest, parse_grid, parse_target, run_points
-from lab.traces import CommandError
+from lab.cli.main import main
+from lab.cli.sweep import Target, Traffic, cheapest, parse_grid, parse_target, run_points
+from lab.common.traces import CommandError
 from model import Scenario, scan_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

@@ -7,10 +7,11 @@ import re
 
 import pytest
 
-from lab import missionsweep, missionview
-from lab.teach import SWEEPS_KEY
-from lab.tracemission import BytesSource
-from lab.view import handle, run
+from lab.common.tracemission import BytesSource
+from lab.page import missionview
+from lab.page.teach import SWEEPS_KEY
+from lab.page.view import handle, run
+from lab.site import missionsweep
 from missions import MISSIONS, beats, figures, find_mission, measure
 from missions.sweep import sweep
 
@@ -88,7 +89,7 @@ def swept():
 def test_the_repository_carries_the_current_sweep_so_a_clean_checkout_builds_without_sweeping(tmp_path, monkeypatch):
     shipped = json.loads(missionsweep.SHIPPED.read_text(encoding="utf-8"))
     assert shipped["stamp"] == missionsweep.stamp(), \
-        "lab/data/mission-sweeps.json is behind the model: run `.venv/bin/python -m lab.missionsweep` and commit it"
+        "lab/data/mission-sweeps.json is behind the model: run `.venv/bin/python -m lab.site.missionsweep` and commit it"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))  # a machine that never swept
 
     def no_sweeping(*args, **kwargs):

@@ -79,3 +79,30 @@ def test_a_trace_dropped_on_the_box_replays_too(fresh_lab):
     page.dispatch_event("#trace-drop", "drop", {"dataTransfer": dropped})
     page.wait_for_function(f"({READY}) && location.hash.includes('trace=dropped.jsonl')", timeout=60_000)
     assert "300 requests" in page.locator("#trace-summary").inner_text()
+
+
+def test_a_gpu_fit_chosen_on_the_page_prices_the_run_as_the_command_line_does_and_the_way_back_clears_it(
+        fresh_lab, tmp_path):
+    from conftest import expected_metrics
+
+    from lab.page.fitfile import fit_to_json
+    from model import FITS, fit_text
+
+    page = fresh_lab
+    mine = FITS["a100"]._replace(name="mine", gemm_flops_per_s=FITS["a100"].gemm_flops_per_s * 1.5)
+    fit = tmp_path / "mine.json"
+    fit.write_text(json.dumps(fit_to_json(mine)))
+    page.get_by_label("Choose a GPU fit").set_input_files(str(fit))
+    page.wait_for_function(f"({READY}) && location.hash.includes('hardware.gpu_fit=gpufit1')", timeout=60_000)
+    assert "hardware.preset=llama8b_a100" in page.evaluate("location.hash")  # the lab preset has no shape to price
+    shown, want = metrics(page), expected_metrics("hardware.preset=llama8b_a100", f"hardware.gpu_fit={fit_text(mine)}")
+    headline = ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps")
+    assert {k: shown[k] for k in headline} == {k: want[k] for k in headline}
+    status = page.locator("#gpu-fit-status").inner_text()
+    assert status.startswith("Llama 3.1 8B on A100") and "runs on your GPU fit mine" in status
+    assert "priced by your GPU fit MINE" in page.locator("#cap-prefill").inner_text()
+
+    page.get_by_role("button", name="Back to the preset's GPU").click()
+    page.wait_for_function(f"({READY}) && !location.hash.includes('gpu_fit')", timeout=30_000)
+    assert page.locator("#gpu-fit-status").inner_text() == ""
+    assert page.get_by_role("button", name="Back to the preset's GPU").is_hidden()

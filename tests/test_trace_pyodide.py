@@ -5,7 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lab.build import _write_wheel, pyodide_dir
+from lab.site.build import _write_wheel, pyodide_dir
 from model import Scenario, generate, replay, trace_lines
 
 HERE = Path(__file__).resolve().parent

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-import lab.view as view
-from lab.cli import main
-from lab.tracemission import TRACES_ENV, mission_lines, mission_sources, run_mission, write_slices
-from lab.tracepage import mission_file
+import lab.page.view as view
+from lab.cli.main import main
+from lab.common.tracemission import TRACES_ENV, mission_lines, mission_sources, run_mission, write_slices
+from lab.page.tracepage import mission_file
 from missions import find_mission, score
 
 MISSION = find_mission("real-traffic")
@@ -56,7 +56,7 @@ def test_the_page_fetches_the_slice_first_and_then_scores_on_it(tmp_path):
     assert 'class="verdict' not in waiting["patches"]["dom"]["#missions"]["html"]  # nothing scored on stand-in traffic
     assert "Loading this mission's traffic" in waiting["patches"]["dom"]["#readout"]["text"]
     played = view.handle({"hash": hash_}, mission_sources())
-    assert played["fetch"]["key"] == "sweeps"  # the traffic first, then the missions' sweep (lab.teach)
+    assert played["fetch"]["key"] == "sweeps"  # the traffic first, then the missions' sweep (lab.page.teach)
     assert played["summary"]["requests"] == 1750
     expected = run_mission(MISSION, MISSION.start.with_text({"router.kind": "cache_aware"}))
     assert played["summary"]["ttft_p99_ms"] == expected.ttft_p99_ms

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-import lab.tracepage as tracepage
-import lab.view as view
+import lab.page.tracepage as tracepage
+import lab.page.view as view
 from model import Scenario, replay, trace_reuse
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"

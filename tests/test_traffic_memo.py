@@ -4,7 +4,7 @@ run from remembered traffic is the run `simulate` makes."""
 import pytest
 from helpers import another_value
 
-import lab.view as view
+import lab.page.view as view
 from model import KEYS, Scenario, TooManyRequests, generate, simulate, traffic_key
 
 LIMIT = view.PAGE_BUDGET

@@ -4,8 +4,8 @@ import pytest
 from conftest import READY
 from test_missions_page import press
 
-import lab.view as view
-from lab.figures import FIGURES, Context, tree_blocks, tree_page
+import lab.page.view as view
+from lab.page.figures import FIGURES, Context, tree_blocks, tree_page
 from model import Scenario, simulate, simulate_with_trees, tree_at
 
 SURGE = Scenario().with_text({"events": "surge@60+60"})

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from lab.urlstate import read_hash, write_hash
+from lab.page.urlstate import read_hash, write_hash
 from model import Event
 
 

@@ -13,11 +13,11 @@ from helpers import another_value
 from hypothesis import given
 from hypothesis import strategies as st
 
-import lab.missionview as missionview
-import lab.view as view
-from lab.figures import FIGURES, Context, fleet_key
+import lab.page.missionview as missionview
+import lab.page.view as view
+from lab.page.figures import FIGURES, Context, fleet_key
 from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
-from model.routers import View
+from model.routing.routers import View
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
 BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": None, "progress": {}, "memo": None}

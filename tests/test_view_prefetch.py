@@ -1,12 +1,12 @@
-"""Answers ahead of time (`lab.view.prefetch_json`): what it plans after a slider step, that a prefetched
+"""Answers ahead of time (`lab.page.view.prefetch_json`): what it plans after a slider step, that a prefetched
 answer is the one the page then gets, and that prefetching never changes what any later request returns."""
 
 import json
 
 import pytest
 
-import lab.figures as figures
-import lab.view as view
+import lab.page.figures as figures
+import lab.page.view as view
 
 DRAG = {"hash": "fleet.replicas=3", "controls": {"ctl:fleet.replicas": 4}, "live": True, "action": None,
         "progress": {}, "memo": None}

@@ -2,9 +2,9 @@
 
 import pytest
 
-import lab.view as view
-from lab.figures import FIGURES
-from lab.urlstate import read_hash
+import lab.page.view as view
+from lab.page.figures import FIGURES
+from lab.page.urlstate import read_hash
 
 EXAMPLES = {fig.name: fig.example for fig in FIGURES.values() if fig.example}
 

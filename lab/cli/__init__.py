@@ -1,0 +1,1 @@
+"""The command line: `prefix-lab` and its verbs. CPython only."""

@@ -1,0 +1,1 @@
+"""The page's view code: what runs in the browser under Pyodide (and in CPython for the first paint, the CLI and tests). Only the model, the missions and this package are in the wheel the page loads."""

@@ -1,0 +1,349 @@
+"""Lab mode's run: route every request, prefill it, measure what happened (the seed's model, frozen).
+
+`model.run.start` chooses this engine or serving mode's (`engines.serving_run.ServingRun`,
+continuous batching with decode). Both take their speed and KV size from the scenario's
+hardware profile; lab mode's `lab` preset is the seed's figures, exactly.
+
+Order of events at one instant: prefill completions first (so a freed
+replica and its newly cached answer are visible), then arrivals, then the
+series sample at a bin edge. Requests arriving in the window are all served;
+the run goes on past `duration_s` until the last queue drains.
+"""
+
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from heapq import heappush
+from operator import attrgetter
+from typing import NamedTuple
+
+from model.config import Scenario
+from model.engines.replica import Replica, Served
+from model.gpus.hardware import Profile, profile_of
+from model.loop import ARRIVE, FINISH, SAMPLE, EventLoop
+from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
+from model.routing.dispatch import Dispatcher, held_elsewhere
+from model.sources.closed import looped_source
+from model.sources.traffic import Request, generate
+from model.studies.explainers import fetch_plan, fleet_link
+
+__all__ = ["Run"]
+
+_REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
+
+
+class Run:
+    """One scenario in progress: its replicas, router, event loop and what has been served.
+
+    `step()` runs one event, so tests can look at the fleet between events;
+    `finish()` runs the rest and measures.
+    """
+
+    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
+                 "backlog", "in_use", "cached", "evicted", "arrived", "_source", "_stream", "agents", "link", "_tally")
+
+    def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
+                 force: dict[int, int] | None = None, keep_records: bool = True,
+                 on_record: Callable[[RequestRecord], None] | None = None) -> None:
+        fleet = scenario.fleet
+        self.scenario = scenario
+        self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
+        if fleet.prefill_replicas or fleet.decode_replicas:
+            self.notes += ("fleet.prefill_replicas and fleet.decode_replicas split serving mode's replicas: lab mode "
+                           "has no decode to split off",)
+        if fleet.queue_order != "fcfs":
+            self.notes += (f"fleet.queue_order={fleet.queue_order} is modelled in serving mode only: lab mode's "
+                           "replicas serve first come first served",)
+        # agent runs and closed users send each request when the one before is answered (model/sources/agents.py,
+        # model/sources/closed.py); chat is a fixed list
+        self.agents = looped_source(scenario, limit) if requests is None else None
+        if self.agents is not None:
+            self.requests: Iterable[Request] = self.agents.sent  # grows as calls are sent
+        else:
+            self.requests = generate(scenario, limit) if requests is None else requests
+        self._source = iter(()) if self.agents is not None else iter(self.requests)  # requests not yet arrived
+        self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
+        self.arrived = 0
+        p = self.profile
+        timing = p.prefill_s if p.measured is not None else None  # a measured GPU prices each pass itself
+        self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s(),
+                                 timing) for i in range(fleet.replicas)]
+        self.link = fleet_link(scenario)  # bytes a second a replica fetches a peer's prefix at; None: it never does
+        if self.link is not None:
+            for r in self.replicas:
+                r.fetcher = self._fetch
+        self.dispatch = Dispatcher(scenario, force)
+        self.notes += self.dispatch.notes
+        self.loop = EventLoop()
+        self.served: list[Served] = []  # every served request, if it keeps them (else measured as served)
+        self.bin_s = scenario.duration_s / BINS
+        # a run that keeps its records measures them at the end; one that streams, as each is served
+        self._tally = None if keep_records and on_record is None else \
+            _Tally(scenario, fleet.replicas, self.bin_s, self.profile, keep_records, on_record)
+        self.backlog: list[list[float]] = [[] for _ in self.replicas]  # [replica][bin]: backlog at bin end
+        self.in_use: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: locked tree tokens
+        self.cached: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: the rest of the tree
+        self.evicted: list[list[int]] = [[] for _ in self.replicas]  # [replica][bin] at bin end: evicted so far
+        if self.agents is not None:
+            self.agents.attach(self.loop, self._route)
+        else:
+            first = next(self._source, None)
+            if first is not None:
+                self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
+        self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
+
+    def step(self) -> bool:
+        """Run the next event; False once none is left."""
+        return self.loop.advance()
+
+    def finish(self) -> Result:
+        """Run every event left and measure the run."""
+        self.loop.run()
+        kv = (self.in_use, self.cached, self.evicted)
+        if self._tally is not None:
+            return self._tally.result(self.arrived, self.replicas, self.backlog, self.profile, self.notes, kv,
+                                      self.dispatch.overestimate())
+        return _measure(self.scenario, self.arrived, self.served, self.replicas, self.backlog, self.bin_s,
+                        self.profile, self.notes, kv, self.dispatch.overestimate())
+
+    def _start(self, replica: Replica) -> None:
+        loop = self.loop
+        replica.start_next(loop.now)
+        # loop.at(replica.busy_until, FINISH, self._finish, replica), written out (once per request): the end
+        # of a prefill is never before its start
+        heappush(loop._heap, (replica.busy_until, FINISH, next(loop._seq), self._finish, (replica,)))  # noqa: SLF001
+
+    def _finish(self, replica: Replica) -> None:
+        served = replica.finish()
+        if self._stream:  # no one else keeps a stream's requests: keep what is measured, not the prompt
+            served.request = served.request._replace(keys=(), sizes=())
+        if self._tally is not None:
+            self._tally.add(served)
+        else:
+            self.served.append(served)
+        if self.agents is not None:  # lab mode: the first token and the whole answer come when prefill ends
+            self.agents.first_token(served.request)
+            self.agents.answered(served.request)
+        if replica.queue:
+            self._start(replica)
+
+    def _fetch(self, replica: Replica, request: Request, matched: int) -> tuple[int, float]:
+        """What `replica` would fetch of `request` beyond its `matched` tokens: the best peer's match, if faster."""
+        keys = request.keys
+        peer = max((r.tree.peek(keys) for r in self.replicas if r is not replica), default=0)
+        return fetch_plan(self.profile, peer - matched, self.link)
+
+    def _arrive(self, request: Request) -> None:
+        following = next(self._source, None)
+        if following is not None:  # arrivals are sorted: keep only the next one on the heap
+            loop = self.loop
+            if following.arrival_s < loop.now:  # as loop.at checks (a trace read as a stream may be out of order)
+                loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # raises
+            heappush(loop._heap, (following.arrival_s, ARRIVE, next(loop._seq), self._arrive, (following,)))  # noqa: SLF001
+        self._route(request)
+
+    def _route(self, request: Request) -> None:
+        replicas, loop = self.replicas, self.loop
+        self.arrived += 1
+        view, index = self.dispatch.route(request, replicas, loop.now)
+        replica = replicas[index]
+        ticket = replica.enqueue(request)  # its match is the chosen tree's: no need to walk that tree again
+        ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens)
+        if replica.running is None:
+            self._start(replica)
+
+    def _sample(self, b: int) -> None:
+        for r in self.replicas:
+            self.backlog[r.index].append(round(r.backlog(self.loop.now), 4))
+            self.in_use[r.index].append(r.tree.locked_tokens)
+            self.cached[r.index].append(r.tree.total_tokens - r.tree.locked_tokens)
+            self.evicted[r.index].append(r.tree.evicted_tokens)
+        if b < BINS:
+            self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
+
+
+def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: list[Replica],
+             backlog: list[list[float]], bin_s: float, profile: Profile, notes: tuple[str, ...],
+             kv: tuple[list[list[int]], list[list[int]], list[list[int]]], overestimate: float) -> Result:
+    """Measure a finished run from all its served requests (kept, as most runs do), in arrival order."""
+    served.sort(key=_REQUEST_ID)
+    tally = _Tally(scenario, len(replicas), bin_s, profile, keep=True)
+    for s in served:
+        tally.take(s)
+    return tally.result(arrived, replicas, backlog, profile, notes, kv, overestimate)
+
+
+class _Tally:
+    """What a lab-mode run measures, gathered one served request at a time in arrival order.
+
+    A run that keeps its requests sorts them and hands them over at the end (`_measure`); a run that
+    streams (`Run(keep_records=False)`, a long trace) hands each over as it is served (`add`), which
+    holds the ones served before an earlier request until that one is (`_early`), and keeps no record:
+    each is given to `on_record` and dropped. Either way every sum and list below sees the same values
+    in the same order, so the two give equal results.
+    """
+
+    __slots__ = ("scenario", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
+                 "rounded", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
+                 "_next")
+
+    def __init__(self, scenario: Scenario, n_replicas: int, bin_s: float, profile: Profile, keep: bool,
+                 on_record: Callable[[RequestRecord], None] | None = None) -> None:
+        self.scenario, self.bin_s, self.keep, self.on_record = scenario, bin_s, keep, on_record
+        self.tokens_per_s = profile.prefill_tokens_per_s()
+        self.records: list[RequestRecord] = []  # kept only if `keep`
+        self.headline = Headline(n_replicas)
+        # the series' per-bin inputs: TTFTs (ms), cached and prompt tokens
+        self.bins = _Bins([array("d") for _ in range(BINS)], [0] * BINS, [0] * BINS)
+        self.busy = [[0.0] * BINS for _ in range(n_replicas)]  # [replica][bin]: busy seconds
+        self.rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
+        self.makespan = self.fetch_s = 0.0
+        self.fetched = self.offered_n = self.recomputed_sum = 0  # sent inside the window; recomputed that a peer held
+        self.taken = 0  # requests measured
+        self._early: dict[int, Served] = {}  # request id -> served before an earlier request was
+        self._next = 0  # the request id to measure next
+
+    def add(self, s: Served) -> None:
+        """Measure `s` now if every earlier request has been, else once they have."""
+        rid = s.request.id
+        if rid != self._next:
+            self._early[rid] = s
+            return
+        self.take(s)
+        self._next += 1
+        early = self._early
+        while early and self._next in early:
+            self.take(early.pop(self._next))
+            self._next += 1
+
+    def take(self, s: Served) -> None:
+        """Measure one served request, the next in arrival order."""
+        r = s.request
+        prompt = r.prompt_tokens
+        cached = s.cached_tokens
+        got = s.fetched_tokens
+        have = cached + got  # fetched tokens are not recomputed
+        missing, elsewhere = prompt - have, s.held_elsewhere - have
+        recomputed = missing if missing < elsewhere else elsewhere
+        if recomputed < 0:
+            recomputed = 0
+        self.recomputed_sum += recomputed
+        self.fetched += got
+        self.fetch_s += s.fetch_s
+        arrival = round(r.arrival_s, 6)
+        if arrival < self.scenario.duration_s:
+            self.offered_n += 1
+        start = s.start_s
+        queue_s = start - r.arrival_s
+        prefill_s = s.prefill_s
+        rounded = self.rounded
+        prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+        if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
+            if len(rounded) > 65_536:  # a stream of many sizes: start again (the values are the same)
+                rounded.clear()
+            prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
+        if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
+            queue_ms, ttft_ms = 0.0, prefill_ms
+        else:
+            queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+        record: RequestRecord = tuple.__new__(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
+            arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
+            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
+        if self.keep:
+            self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        self.headline.add(record)
+        bin_s = self.bin_s
+        k = int(arrival / bin_s)
+        if k > BINS - 1:
+            k = BINS - 1
+        bins = self.bins
+        bins.ttfts[k].append(ttft_ms)
+        bins.cached[k] += cached
+        bins.prompt[k] += prompt
+        end = start + prefill_s
+        if end > self.makespan:
+            self.makespan = end
+        # spread the prefill's busy time over the bins it covers (min and max as comparisons)
+        a, b = start, end
+        row = self.busy[s.replica]
+        stop = int(b / bin_s) + 1
+        for k in range(int(a / bin_s), stop if stop < BINS else BINS):
+            hi, lo = (k + 1) * bin_s, k * bin_s
+            overlap = (b if b < hi else hi) - (a if a > lo else lo)
+            if overlap > 0:
+                row[k] += overlap
+        self.taken += 1
+
+    def result(self, arrived: int, replicas: list[Replica], backlog: list[list[float]], profile: Profile,
+               notes: tuple[str, ...], kv: tuple[list[list[int]], list[list[int]], list[list[int]]],
+               overestimate: float) -> Result:
+        """The run's Result, once every request is served."""
+        for rid in sorted(self._early):  # ids with gaps in them: the rest, in order
+            self.take(self._early.pop(rid))
+        if self.taken != arrived:
+            raise RuntimeError(f"served {self.taken} of {arrived} requests")
+        scenario = self.scenario
+        duration = scenario.duration_s
+        horizon = max(duration, self.makespan)
+        offered = round(self.offered_n / duration, 6)
+        recompute_s = self.recomputed_sum / self.tokens_per_s
+        busy = [rep.busy_s for rep in replicas]
+        return Result(
+            scenario=scenario,
+            **self.headline.figures(busy, busy, horizon),
+            makespan_s=round(self.makespan, 6),
+            prefill_gpu_s=round(sum(busy), 6),
+            recompute_gpu_s=round(recompute_s, 6),
+            router_overestimate=overestimate,
+            series=_series(self.bins, self.busy, backlog, self.bin_s, kv),
+            records=tuple(self.records),
+            offered_rps=offered,
+            configured_rps=offered,  # lab mode sends on the open-loop schedule
+            hardware=profile.preset,
+            kv_budget_tokens=profile.tokens_in(scenario.fleet.memory_gb),
+            notes=notes,
+            fetched_tokens=self.fetched,
+            fetch_s=round(self.fetch_s, 6),
+        )
+
+
+class _Bins(NamedTuple):
+    """Per bin of arrival time: its requests' TTFTs (ms), and their cached and prompt tokens."""
+
+    ttfts: list[array]
+    cached: list[int]
+    prompt: list[int]
+
+
+def _series(bins: _Bins, busy: list[list[float]], backlog: list[list[float]], bin_s: float,
+            kv: tuple[list[list[int]], list[list[int]], list[list[int]]]) -> Series:
+    hit: list[float | None] = []
+    p50: list[float | None] = []
+    p99: list[float | None] = []
+    for values, cached, prompt in zip(*bins):
+        if not values:
+            hit.append(None)
+            p50.append(None)
+            p99.append(None)
+            continue
+        ttfts = sorted(values)
+        hit.append(ratio(cached, prompt))
+        p50.append(percentile(ttfts, 50))
+        p99.append(percentile(ttfts, 99))
+
+    return Series(
+        bin_s=round(bin_s, 6),
+        start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
+        requests=tuple(len(ttfts) for ttfts in bins.ttfts),
+        hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
+        replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
+        replica_backlog_s=tuple(tuple(row) for row in backlog),
+        kv_running_tokens=tuple(tuple(row) for row in kv[0]),  # lab mode: prefixes locked by queued and running
+        kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
+        kv_pinned_tokens=tuple(tuple(row) for row in kv[0]),
+        evicted_tokens=per_bin(kv[2]),
+        requests_configured=tuple(len(ttfts) for ttfts in bins.ttfts),
+        tpot_p99_ms=(None,) * BINS,
+        stall_p99_ms=(None,) * BINS,
+    )

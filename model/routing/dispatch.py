@@ -1,0 +1,82 @@
+"""Routing as both modes do it: a policy, what it knows, decisions forced from outside, how wrong it was.
+
+A `Dispatcher` belongs to one run. For each request it makes the `View`
+(the exact trees, or with `router.view=approximate` the router's own
+`Memory`; a policy with an index of its own, `SGLang`'s, ignores both),
+asks the policy to choose (unless `force` names the replica, for
+counterfactuals; the policy still chooses, so its own state moves as it
+would), tells `watch` of the decision, and then, with the approximate view,
+counts how many of the tokens it believed cached were not there and
+remembers what it sent (a policy with its own index is told where the
+request went, and counts what it believed). The engines do the rest.
+"""
+
+from collections.abc import Callable, Sequence
+
+from model.config import Scenario
+from model.memory import Memory
+from model.metrics import ratio
+from model.routing.routers import Routable, SGLang, View, make_router
+from model.sources.traffic import Request
+
+__all__ = ["Dispatcher", "held_elsewhere"]
+
+
+class Dispatcher:
+    """One run's router: choose a replica per request, keeping the router's memory and its errors."""
+
+    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes")
+
+    def __init__(self, scenario: Scenario, force: dict[int, int] | None = None) -> None:
+        r = scenario.router
+        self.kind = r.kind
+        self.policy = make_router(scenario)
+        own = isinstance(self.policy, SGLang)  # keeps its own index of what it sent: router.view does not apply
+        self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" and not own else None
+        self.notes: tuple[str, ...] = ((f"The {self.policy.label} keeps its own tree of the text it routed: what the "
+                                        "router knows (router.view) does not apply to it",)
+                                       if own and r.view == "approximate" else ())
+        self.force = force or {}  # request id -> replica, overriding the policy
+        self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
+        self.believed = 0  # tokens the router believed cached on the replicas it chose
+        self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
+
+    def route(self, request: Request, replicas: Sequence[Routable], now: float) -> tuple[View, int]:
+        """The view the decision was made on, and the replica chosen."""
+        view = View(request, replicas, now, self.memory)
+        index = self.force.get(request.id, self.policy.choose(view))
+        if not 0 <= index < len(replicas):
+            raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")
+        if self.watch is not None:
+            self.watch(view, index)
+        if isinstance(self.policy, SGLang):  # told where the request went, forced or not, as the real router knows
+            believed = self.policy.sent(index)
+            self.believed += believed
+            self.overestimated += max(0, believed - view.actual(index))
+        elif self.memory is not None:
+            believed = view.matched(index)
+            self.believed += believed
+            self.overestimated += max(0, believed - view.actual(index))
+            self.memory.sent(index, request.keys, request.sizes, now)
+        return view, index
+
+    def overestimate(self) -> float:
+        """Share of the tokens the router believed cached, on the replicas it chose, that were not there."""
+        return ratio(self.overestimated, self.believed)
+
+
+def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
+    """Most tokens of the request another replica's tree held at routing (0 if the chosen one holds all it can).
+
+    `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
+    prompt up in its tree): the same number `view.actual(index)` would find, without a second walk.
+    """
+    request, replicas = view.request, view.replicas
+    if not replicas[index].cache:
+        return 0
+    mine = view.actual(index) if actual is None else actual
+    if mine >= request.cacheable_tokens:  # no one can hold more
+        return 0
+    view.learn(index, mine)
+    held = view.actuals()
+    return max(held[:index] + held[index + 1:], default=0)

@@ -1,0 +1,1 @@
+"""Request sources: synthetic chat sessions, agent runs, closed users, and replayed traces."""

@@ -1,0 +1,1 @@
+"""Harnesses for the browser tests, the benchmarks and the screenshot scripts: never shipped."""
