@@ -19,9 +19,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-import lab.page.figures as figures
 import lab.page.view as view
 from lab.page.figures import FIGURES, Context
+from lab.page.store import STORE  # noqa: E402
 from lab.page.urlstate import write_hash
 from model import Scenario, simulate, tree_at
 
@@ -44,8 +44,8 @@ def cpu_ms(act: Callable[[int], object], repeat: int) -> float:
 
 
 def forget() -> None:
-    view._RUNS.clear()  # noqa: SLF001 -- a cold start for each measurement
-    figures._TREES.clear()  # noqa: SLF001
+    STORE.runs.clear()  # a cold start for each measurement
+    STORE.trees.clear()
 
 
 def row(name: str, s: Scenario, n: int) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.page import view  # noqa: E402
+from lab.page.store import STORE  # noqa: E402
 from lab.page.view import handle_json  # noqa: E402
 from lab.site.build import _write_wheel, pyodide_dir  # noqa: E402
 
@@ -81,8 +81,8 @@ def main() -> None:
     for label, request in REQUESTS:
         handle_json(json.dumps(request))
         new, seen = cpython_ms([seeded(request, s) for s in range(2, 7)]), cpython_ms([request] * 5)
-        view._ANSWERS.clear()  # the counts the rows before asked for are new setups here too
-        view._RUNS.clear()
+        STORE.answers.clear()  # the counts the rows before asked for are new setups here too
+        STORE.runs.clear()
         handle_json(json.dumps(request))  # the page's last answer: its traffic is the one the next run sends
         fleet = cpython_ms(refleeted(request))
         print(f"{label}, CPython: a new setup {new[0]:.1f} ms (CPU {new[1]:.1f} ms), the same setup again "

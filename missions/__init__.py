@@ -8,13 +8,11 @@ Each mission declares the grid of setups its sweep runs (`grid`), and
 Standard library and `model` only.
 """
 
-from .catalog import MISSIONS, check_catalog, find_mission, unlocked
-from .grid import Block
+from .catalog import MISSIONS, find_mission, unlocked
 from .scoring import (
     FIGURES,
     Mission,
     Prediction,
-    Threshold,
     Verdict,
     changed_fixed_keys,
     figures,
@@ -23,6 +21,6 @@ from .scoring import (
 )
 from .sweep import BEATS_RULE, beats, beats_rule, distribution, grid_keys, measure, truth_of
 
-__all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "beats", "beats_rule",
-           "changed_fixed_keys", "check_catalog", "distribution", "figures", "find_mission", "grid_keys", "measure",
+__all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Mission", "Prediction", "Verdict", "beats", "beats_rule",
+           "changed_fixed_keys", "distribution", "figures", "find_mission", "grid_keys", "measure",
            "score", "truth_of", "unearnable", "unlocked"]

@@ -19,7 +19,6 @@ from model.config import (
     KEYS,
     MAX_EVENTS,
     Event,
-    Routing,
     Scenario,
     ScenarioError,
     describe,
@@ -27,16 +26,12 @@ from model.config import (
     parse_events,
     spec_of,
 )
-from model.engines.lab import Run
-from model.engines.replica import Replica
-from model.engines.serving_run import ServingRun
 from model.gpus.gpu import (
     ELEMENTWISE,
     FLASH_ATTENTION_2,
     GEMMS,
     PER_PASS,
     GpuFit,
-    Measured,
     Shape,
     elementwise_ops,
     fit_of_text,
@@ -48,19 +43,17 @@ from model.gpus.gpu import (
     lm_head_s,
 )
 from model.gpus.gpufits import FITS
-from model.gpus.hardware import PRESETS, build, kv_room_gb, profile_of
-from model.metrics import Result, percentile
+from model.gpus.hardware import PRESETS
+from model.metrics import Result
 from model.presets import NAMED, scenario_of
-from model.radix import RadixTree
+from model.reads import run_key
 from model.requests import sent_at_most
-from model.rng import stream
-from model.routing.routers import ROUTERS, View
+from model.routing.policies import ROUTERS
 from model.routing.sglang import SGLangRouter, VLLMRouterRule
 from model.run import simulate
 from model.sources.agents import fanout_figures
 from model.sources.trace import (
     BLOCK_TOKENS,
-    MAX_LINE_BYTES,
     TraceError,
     TraceInfo,
     TraceReuse,
@@ -76,46 +69,42 @@ from model.studies.article import RACE, fanout_race, run_money
 from model.studies.explainers import (
     TIERS,
     api_calls,
-    api_fanout,
     crossover,
     crossover_of,
     explainer_profile,
-    fetch_plan,
-    gpu_usd_per_month,
     idle_ttft_s,
     money_of,
     prices_of,
-    transfer,
     transfer_of,
     warm_ttft_s,
 )
 from model.studies.hindsight import explain
 from model.studies.locality import locality_comparison
-from model.studies.queueorder import queue_compare, queue_figures
+from model.studies.queueorder import queue_compare
 from model.studies.roofline import intensity, roofline_of
-from model.studies.split import SLO_SHARE, split_compare, split_figures
+from model.studies.split import SLO_SHARE, split_compare
 from model.studies.stall import stall_demo, stall_of
 from model.studies.tree import TreeSnapshot, simulate_with_trees, tree_at
 
 __all__ = [
-    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event", "RadixTree", "Replica",
-    "Request", "Result", "Routing", "Run", "Scenario", "ScenarioError", "ServingRun", "TooManyRequests", "View", "build",
-    "describe", "explain", "format_text", "generate", "parse_events", "percentile", "profile_of", "simulate", "spec_of",
-    "stream", "traffic_key", "sent_at_most",
+    "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event",
+    "Request", "Result", "Scenario", "ScenarioError", "TooManyRequests",
+    "describe", "explain", "format_text", "generate", "parse_events", "run_key", "simulate", "spec_of",
+    "traffic_key", "sent_at_most",
     # named scenarios shipped with the project, and the KV-locality note's comparison run on one
-    "NAMED", "kv_room_gb", "locality_comparison", "scenario_of",
+    "NAMED", "locality_comparison", "scenario_of",
     # a request source: traces
-    "BLOCK_TOKENS", "MAX_LINE_BYTES", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
+    "BLOCK_TOKENS", "TraceError", "TraceInfo", "read_trace", "replay", "replay_scenario", "scan_trace",
     "trace_lines", "trace_reuse", "TraceReuse",
     # the article's arithmetic (model/studies/explainers.py) and its figures that need a run (model/studies/article.py)
-    "RACE", "TIERS", "api_calls", "api_fanout", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race", "fetch_plan",
-    "gpu_usd_per_month", "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer", "transfer_of", "warm_ttft_s",
+    "RACE", "TIERS", "api_calls", "crossover", "crossover_of", "explainer_profile", "fanout_figures", "fanout_race",
+    "idle_ttft_s", "money_of", "prices_of", "run_money", "transfer_of", "warm_ttft_s",
     # prefill and decode (model/studies/roofline.py, model/studies/split.py)
-    "SLO_SHARE", "queue_compare", "queue_figures", "roofline_of", "split_compare", "split_figures", "stall_demo", "stall_of",
+    "SLO_SHARE", "queue_compare", "roofline_of", "split_compare", "stall_demo", "stall_of",
     # sgl-router 0.3.2's rule on its own state, for replaying its recorded decisions (model/routing/sglang.py)
     "SGLangRouter", "VLLMRouterRule",
     # measured GPUs: a layer priced from fitted kernel coefficients (model/gpus/gpu.py, model/gpus/gpufits.py)
-    "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Measured", "Shape", "elementwise_ops",
+    "ELEMENTWISE", "FITS", "FLASH_ATTENTION_2", "GEMMS", "PER_PASS", "GpuFit", "Shape", "elementwise_ops",
     "fit_of_text", "fit_problem", "fit_text", "gemm_ops", "intensity", "layer_flops", "layer_s", "lm_head_s",
     # one replica's radix tree at a moment of a run (model/studies/tree.py)
     "TreeSnapshot", "simulate_with_trees", "tree_at",

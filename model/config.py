@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
 from model.gpus.hardware import PRESETS
-from model.routing.routers import ROUTERS
+from model.routing.kinds import KINDS
 
 __all__ = [
     "DYNAMIC_TEXT",
@@ -61,6 +61,7 @@ __all__ = [
     "format_text",
     "parse_events",
     "parse_text",
+    "reads_of",
     "spec_of",
 ]
 
@@ -95,6 +96,7 @@ class Spec:
     page: tuple[float, float, float] | None = None
     unbounded: bool = False  # "none" (JSON null) is allowed too: no limit, stored as math.inf
     text: int = 0  # text of at most this many characters, which the key's own section reads (0: choices only)
+    reads: str = ""  # which runs read it (`READS`); "": its section's
 
     def check(self, key: str, kind: type, value: Any) -> Any:
         """`value` as the field stores it (ints of a float field become floats); ScenarioError if not allowed."""
@@ -141,8 +143,8 @@ class Spec:
 
 def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc: str,
           choices: tuple[str, ...] = (), off: bool = False, page: tuple[float, float, float] | None = None,
-          unbounded: bool = False, text: int = 0) -> Any:
-    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded, text)})
+          unbounded: bool = False, text: int = 0, reads: str = "") -> Any:
+    return field(default=default, metadata={"spec": Spec(doc, lo, hi, choices, off, page, unbounded, text, reads)})
 
 
 def _check_fields(obj: Any, prefix: str) -> None:
@@ -157,11 +159,22 @@ def _check_fields(obj: Any, prefix: str) -> None:
             object.__setattr__(obj, f.name, checked)
 
 
+# Which runs read a key, declared with it (a field's `reads`, else its section's `READS`); `model.reads.run_key`
+# keeps the keys a run of the scenario reads, the page's memo key of a run.
+READS = {
+    "run": "every run",
+    "serving": "serving mode's runs only (lab mode's replicas ignore it)",
+    "link": "serving mode's runs, and lab mode's while `fleet.fetch` names this link",
+    "none": "no run: an input of the article's arithmetic or of the prices, read when a figure is drawn",
+}
+
+
 class _Section:
     """A scenario section: checks its declared fields on construction, naming them `PREFIX + field`."""
 
     __slots__ = ()
     PREFIX: ClassVar[str] = ""
+    READS: ClassVar[str] = "run"  # which runs read its keys, unless a key says otherwise (`READS` above)
 
     def __post_init__(self) -> None:
         _check_fields(self, self.PREFIX)
@@ -248,11 +261,11 @@ class Fleet(_Section):
     # serving mode: continuous batching with decode, one KV budget per replica
     decode: bool = _spec(False, doc="serving mode: decode answers in a continuous batch (false: the lab's "
                                     "prefill-only model)")
-    chunked_prefill: bool = _spec(True, doc="serving mode: split prefills to fit each step's token budget, "
+    chunked_prefill: bool = _spec(True, reads="serving", doc="serving mode: split prefills to fit each step's token budget, "
                                             "beside the decodes (false: prefill first, decodes wait)")
-    token_budget: int = _spec(2048, 16, 1_000_000, page=(256, 16384, 256),
+    token_budget: int = _spec(2048, 16, 1_000_000, reads="serving", page=(256, 16384, 256),
                               doc="serving mode: tokens one step may compute (decode tokens count one each)")
-    max_running: int = _spec(256, 1, 4096, doc="serving mode: most sequences a replica runs at once")
+    max_running: int = _spec(256, 1, 4096, reads="serving", doc="serving mode: most sequences a replica runs at once")
     # lab mode: moving a prefix's KV from a peer instead of recomputing it (model/studies/explainers.py)
     fetch: str = _spec("off", choices=FETCH_TIERS, doc="lab mode: fetch a prefix a peer holds over this link "
                                                        "(transfer.*) when that beats recomputing it; off = never")
@@ -270,7 +283,7 @@ class Fleet(_Section):
     # serving mode: the order a replica admits its waiting requests in
     queue_order: str = _spec("fcfs", choices=QUEUE_ORDERS, doc="serving mode: admit waiting requests first come "
                                                                "first served, or longest cached prefix first")
-    queue_guard_s: float = _spec(5.0, 0.0, 3600.0, page=(0, 30, 0.5),
+    queue_guard_s: float = _spec(5.0, 0.0, 3600.0, reads="serving", page=(0, 30, 0.5),
                                  doc="serving mode, longest_prefix_first: a request waiting this long goes ahead "
                                      "of any that came after it")
 
@@ -281,7 +294,7 @@ class Routing(_Section):
 
     PREFIX: ClassVar[str] = "router."
 
-    kind: str = _spec("least_loaded", choices=tuple(ROUTERS), doc="routing policy")
+    kind: str = _spec("least_loaded", choices=KINDS, doc="routing policy")
     # None means never spill: cache-aware routing always takes the longest match.
     spill_threshold_s: float | None = _spec(1.0, 0.0, 3600.0, off=True, page=(0, 5, 0.1),
                                             doc="backlog gap (s) past which cache_aware spills; off = never")
@@ -347,6 +360,7 @@ class Crossover(_Section):
     """The article's crossover: an idle GPU recomputing a whole prompt, a warm one holding most of it behind a queue."""
 
     PREFIX: ClassVar[str] = "crossover."
+    READS: ClassVar[str] = "none"
 
     prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), doc="crossover: tokens in the prompt")
     new_tokens: int = _spec(900, 0, 10_000_000, page=(0, 30_000, 100),
@@ -361,9 +375,11 @@ class Transfer(_Section):
     """Moving a prefix's KV over a link instead of recomputing it: the article's example and each link's speed."""
 
     PREFIX: ClassVar[str] = "transfer."
+    READS: ClassVar[str] = "link"  # each link's speed; the article's own example reads none
 
-    prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), doc="transfer: tokens in the prompt")
-    cached_tokens: int = _spec(29_000, 0, 10_000_000, page=(0, 100_000, 1000),
+    prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), reads="none",
+                               doc="transfer: tokens in the prompt")
+    cached_tokens: int = _spec(29_000, 0, 10_000_000, page=(0, 100_000, 1000), reads="none",
                                doc="transfer: tokens of it whose KV is moved (a peer holds them)")
     rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, page=(50, 1600, 50),
                              doc="transfer: RDMA fabric, gigabits per second")
@@ -379,6 +395,7 @@ class Money(_Section):
     """Prices: a GPU-hour for the fleet, and an API's input price with its prompt-caching multiples."""
 
     PREFIX: ClassVar[str] = "money."
+    READS: ClassVar[str] = "none"
 
     gpu_usd_per_hour: float = _spec(3.0, 0.0, 1000.0, page=(0.25, 12, 0.25),
                                     doc="money: US dollars per GPU-hour (set your own)")
@@ -401,6 +418,7 @@ class Roofline(_Section):
     """The roofline explainer's inputs: a decode step's batch and a prefill's length."""
 
     PREFIX: ClassVar[str] = "roofline."
+    READS: ClassVar[str] = "none"
 
     batch: int = _spec(1, 1, 100_000, page=(1, 512, 1), doc="roofline: sequences in one decode step")
     prefill_tokens: int = _spec(30_000, 1, 10_000_000, page=(100, 100_000, 100),
@@ -598,6 +616,16 @@ def field_of(key: str) -> dataclasses.Field:
     section, _, name = key.rpartition(".")
     cls = _SECTIONS[section] if section else Scenario
     return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+
+def reads_of(key: str) -> str:
+    """Which runs read a dotted key: one of `READS` (its own declaration, else its section's)."""
+    if key == "events":
+        return "run"
+    own = spec_of(key).reads
+    section, _, _ = key.rpartition(".")
+    reads: str = getattr(_SECTIONS[section], "READS") if section else "run"  # noqa: B009 -- a ClassVar of each section
+    return own or reads
 
 
 def spec_of(key: str) -> Spec:

@@ -2,7 +2,8 @@
 
 import json
 
-from model import Replica, Request, Scenario, ScenarioError, spec_of
+from model import Request, Scenario, ScenarioError, spec_of
+from model.engines.replica import Replica
 
 
 def request(rid, keys, sizes=None, system_prompt=0, arrival_s=0.0, session=0, turn=0):

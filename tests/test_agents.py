@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.cli.main import main
-from model import RACE, Run, Scenario, ServingRun, TooManyRequests, fanout_race, simulate
+from model import RACE, Scenario, TooManyRequests, fanout_race, simulate
+from model.engines.lab import Run
+from model.engines.serving_run import ServingRun
 
 AGENT = Scenario().with_text({"traffic.kind": "agent", "fleet.memory_gb": "16"})
 FANOUT = Scenario().with_text(RACE)

@@ -12,26 +12,32 @@ from helpers import request
 
 from lab.cli.main import main
 from model import (
-    Replica,
     Scenario,
-    View,
     api_calls,
-    api_fanout,
-    build,
     crossover,
     crossover_of,
     explainer_profile,
-    fetch_plan,
-    gpu_usd_per_month,
     idle_ttft_s,
     money_of,
     simulate,
-    transfer,
     transfer_of,
     warm_ttft_s,
 )
-from model.routing.routers import CacheAware, Cost
-from model.studies.explainers import HOURS_PER_MONTH, Prices, api_bill, prices_of
+from model.engines.replica import Replica
+from model.gpus.hardware import build
+from model.routing.policies.cache_aware import CacheAware
+from model.routing.policies.cost import Cost
+from model.routing.view import View
+from model.studies.explainers import (
+    HOURS_PER_MONTH,
+    Prices,
+    api_bill,
+    api_fanout,
+    fetch_plan,
+    gpu_usd_per_month,
+    prices_of,
+    transfer,
+)
 
 ARTICLE = build("article_14b_h100")
 DEFAULT = Scenario()

@@ -3,7 +3,9 @@
 import pytest
 from helpers import everything
 
-from model import Run, Scenario, ScenarioError, ServingRun, TooManyRequests, simulate
+from model import Scenario, ScenarioError, TooManyRequests, simulate
+from model.engines.lab import Run
+from model.engines.serving_run import ServingRun
 
 SMALL = {"traffic.kind": "closed", "traffic.users": "3", "traffic.prefix_tokens": "100",
          "traffic.sharing_ratio": "0.5", "traffic.answer_mean": "20", "traffic.ramp_s": "3", "duration_s": "30",

@@ -9,7 +9,9 @@ from helpers import canonical, everything, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import ROUTERS, Run, Scenario, generate, percentile, simulate
+from model import ROUTERS, Scenario, generate, simulate
+from model.engines.lab import Run
+from model.metrics import percentile
 
 
 def run(**text):

@@ -6,6 +6,7 @@ import pytest
 import lab.page.view as view
 from lab.page.controls import CONTROLS
 from lab.page.figures import ARTICLE_FIGURES, FIGURES, Context, fleet_key
+from lab.page.store import STORE
 from model import (
     RACE,
     Scenario,
@@ -102,7 +103,7 @@ def request(hash_: str = "", **extra) -> dict:
 
 
 def test_moving_an_article_slider_reuses_the_fleets_run_and_a_fleet_control_runs_it(monkeypatch):
-    view._RUNS.clear()
+    STORE.runs.clear()
     runs = []
     monkeypatch.setattr(view, "simulate_with_trees", lambda s, limit=None, requests=None: runs.append(s) or simulate_with_trees(s, limit=limit, requests=requests))
     first = view.handle(request())
@@ -230,7 +231,7 @@ def test_the_roofline_figure_is_the_models_and_moves_with_the_gpu_without_rerunn
     assert "0.34%" in caption("roofline", s)
     a100 = Scenario().with_text({"hardware.preset": "llama8b_a100"})
     assert data("roofline", a100)["src:roofline_ridge"]["data"]["x"][0] == pytest.approx(153, abs=1)
-    view._RUNS.clear()
+    STORE.runs.clear()
     runs = []
     monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request())
@@ -254,7 +255,7 @@ def test_the_join_figure_is_the_models_stall_demo_and_its_token_budget_never_rer
     assert "30,000-token prompt" in said and f"{demo['prefill_first']['co_stall_ms']:,.0f} ms" in said
     smaller = Scenario().with_text({"fleet.token_budget": "512"})
     assert max(data("join", smaller)["src:join_chunked"]["data"]["gap"]) < max(drawn["src:join_chunked"]["data"]["gap"])
-    view._RUNS.clear()
+    STORE.runs.clear()
     runs = []
     monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request())
@@ -306,7 +307,7 @@ def test_the_queue_figure_runs_both_orders_and_says_when_nothing_waited():
 
 
 def test_the_figures_that_rerun_the_fleet_wait_for_a_slider_to_settle(monkeypatch):
-    view._RUNS.clear()
+    STORE.runs.clear()
     runs = []
     monkeypatch.setattr(view, "simulate_with_trees", lambda sc, limit=None, requests=None: runs.append(sc) or simulate_with_trees(sc, limit=limit, requests=requests))
     first = view.handle(request("fleet.decode=true"))

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import FITS, GpuFit, Measured, Scenario, Shape, build, gemm_ops, layer_flops, layer_s, lm_head_s, profile_of
+from model import FITS, GpuFit, Scenario, Shape, gemm_ops, layer_flops, layer_s, lm_head_s
 from model.gpus.gpu import (
+    Measured,
     attention_flops_per_s,
     blend,
     decode_kv_s,
@@ -17,6 +18,8 @@ from model.gpus.gpu import (
     layer_ops_s,
     prefill_attention_s,
 )
+from model.gpus.hardware import build
+from model.gpus.profile import profile_of
 
 # a made-up GPU with round numbers: 1 TB/s, 100 TFLOP/s, a 1 us floor, tiles of 4 rows
 EW = (("emb", 1e-6, 1e-12), ("input_layernorm", 2e-6, 2e-12), ("attn_rope", 3e-6, 3e-12),

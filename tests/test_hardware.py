@@ -4,7 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import PRESETS, Scenario, build, profile_of
+from model import PRESETS, Scenario
+from model.gpus.hardware import build
+from model.gpus.profile import profile_of
 
 ARTICLE = build("article_14b_h100")
 
@@ -144,7 +146,7 @@ def test_a_step_with_a_long_prefill_is_compute_bound_and_one_of_decodes_memory_b
 
 
 def test_codellama_13b_on_an_a100_from_its_published_figures():
-    from model import kv_room_gb
+    from model.gpus.hardware import kv_room_gb
     p = build("codellama13b_a100")
     assert p.kv_bytes_per_token == 2 * 40 * 40 * 128 * 2 == 819_200  # 40 KV heads: no grouped-query attention
     # measured (issue 27): a long pass sustains 8,353 tokens a second (attention aside; 4,794 at 40% of peak);

@@ -37,7 +37,7 @@ def test_every_preset_builds_and_its_link_opens_the_same_scenario(name):
 
 
 def test_the_locality_preset_is_the_notes_setup_on_the_memory_a_card_leaves():
-    from model import kv_room_gb
+    from model.gpus.hardware import kv_room_gb
     s = scenario_of("kv-locality-note")
     assert (s.traffic.kind, s.traffic.users, s.traffic.prefix_tokens, s.traffic.sharing_ratio) == ("closed", 30, 4000, 0.9)
     assert (s.fleet.replicas, s.fleet.decode, s.hardware.preset) == (8, True, "codellama13b_a100")

@@ -7,7 +7,8 @@ import pytest
 import lab.page.measured as measured
 import lab.page.view as view
 from lab.page.figures import FIGURES, Context
-from model import Scenario, build, intensity, layer_flops, roofline_of
+from model import Scenario, intensity, layer_flops, roofline_of
+from model.gpus.hardware import build
 
 LLAMA = Scenario().with_text({"hardware.preset": "llama8b_a100"})
 TOKENS = [1, 64, 512, 4096]

@@ -13,8 +13,8 @@ from lab.page.controls import CONTROLS, control_of
 from lab.page.figures import FIGURES as CHARTS
 from lab.page.glossary import GLOSSARY, term
 from lab.site import missionsweep
-from missions import MISSIONS, Block, find_mission
-from missions.grid import block, setups
+from missions import MISSIONS, find_mission
+from missions.grid import Block, block, setups
 from missions.scoring import BETTER, FIGURES
 from missions.sweep import beats, measure, pareto, sweep, truth_of
 from model import Scenario

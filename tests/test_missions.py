@@ -7,7 +7,9 @@ import pytest
 
 from lab.cli.main import main
 from lab.common.tracemission import run_mission
-from missions import MISSIONS, Threshold, check_catalog, find_mission, score, unlocked
+from missions import MISSIONS, find_mission, score, unlocked
+from missions.catalog import check_catalog
+from missions.scoring import Threshold
 
 # (one-star setup, three-star setup) as dotted keys applied to the mission's start.
 SOLUTIONS = {

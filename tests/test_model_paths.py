@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import RadixTree
+from model.radix import RadixTree
 
 
 def shape(tree: RadixTree) -> tuple:

@@ -55,3 +55,72 @@ def test_a_started_run_finishes_as_simulate_does(mode):
     run = start(scenario)
     assert type(run).__name__ == ("ServingRun" if mode else "Run")
     assert run.finish().to_dict() == simulate(scenario).to_dict()
+
+
+def test_every_surface_reads_the_router_registry():
+    """A router is one file of model/routing/policies/ and one line of model/routing/kinds.py: nothing else lists them."""
+    from lab.page.controls import CONTROLS
+    from lab.page.glossary import brief, explain
+    from model import ROUTERS, Scenario, spec_of
+    from model.routing.kinds import KINDS
+
+    assert spec_of("router.kind").choices == tuple(ROUTERS)
+    menu = next(c for c in CONTROLS if c.key == "router.kind")
+    assert menu.labels == tuple(p.label for p in ROUTERS.values())
+    for key, policy in ROUTERS.items():
+        assert explain(key) == policy.help and brief(key) == policy.brief, key
+        assert Scenario().with_text({"router.kind": key}).router.kind == key
+    files = sorted(p.stem for p in (ROOT / "model" / "routing" / "policies").glob("*.py") if p.stem != "__init__")
+    assert sorted(KINDS) == files == sorted(ROUTERS), "each policy file is listed in KINDS, once, by its key"
+
+
+def test_a_policy_that_compares_something_says_what_to_the_hindsight_explainer():
+    from model import ROUTERS
+
+    blind = {key for key, p in ROUTERS.items() if not hasattr(p, "scores")}
+    assert blind == {"round_robin", "random", "consistent_hash"}
+
+
+def model_imports() -> dict[str, set[str]]:
+    """Each model module's model imports: top level, in functions and under TYPE_CHECKING alike.
+
+    The registry's `import_module(f"{__name__}.{kind}")` counts as importing every file it names."""
+    modules = {}
+    for path in MODEL:
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "model":
+                deps |= {m for m in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if m in modules}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "import_module":
+                deps |= {m for m in modules if m.startswith(name + ".")}
+        graph[name] = deps - {name, "model"}  # the package's __init__ gathers the public names; nothing needs it
+    return graph
+
+
+def test_the_model_has_no_import_cycle_not_even_for_type_checking():
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = {k: v for k, v in model_imports().items() if k != "model"}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        pytest.fail(f"import cycle in model/: {' -> '.join(exc.args[1])}")
+
+
+def test_the_scenarios_declaration_imports_only_leaves():
+    """config.py lists the routers and presets from modules that import nothing of the model's that reads a scenario."""
+    graph = model_imports()
+    seen, todo = set(), list(graph["model.config"])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += graph[m]
+    assert "model.config" not in seen and seen <= {"model.routing.kinds", "model.gpus.hardware", "model.gpus.gpu",
+                                                    "model.gpus.gpufits"}, sorted(seen)

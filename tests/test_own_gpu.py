@@ -10,7 +10,8 @@ from lab.cli.main import main
 from lab.page import figures, view
 from lab.page.fitfile import fit_to_json
 from lab.page.urlstate import read_hash, write_hash
-from model import FITS, PRESETS, Scenario, ScenarioError, fit_of_text, fit_text, profile_of, simulate
+from model import FITS, PRESETS, Scenario, ScenarioError, fit_of_text, fit_text, simulate
+from model.gpus.profile import profile_of
 
 MEASURED = {"hardware.preset": "llama8b_a100", "fleet.decode": "true"}
 

@@ -6,9 +6,16 @@ from helpers import busy, fleet, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import Run, Scenario, View, simulate, stream
+from model import Scenario, simulate
+from model.engines.lab import Run
 from model.memory import Memory
-from model.routing.routers import BoundedHash, ConsistentHash, Cost, PowerOfTwo, PrefixLoadAware
+from model.rng import stream
+from model.routing.policies.bounded_hash import BoundedHash
+from model.routing.policies.consistent_hash import ConsistentHash
+from model.routing.policies.cost import Cost
+from model.routing.policies.power_of_two import PowerOfTwo
+from model.routing.policies.prefix_load_aware import PrefixLoadAware
+from model.routing.view import View
 
 
 def scenario(**text):

@@ -13,21 +13,12 @@ from hypothesis import strategies as st
 from lab.page.controls import CONTROLS
 from missions import find_mission, score
 from missions.scoring import figures
-from model import (
-    SLO_SHARE,
-    Request,
-    Scenario,
-    ServingRun,
-    build,
-    queue_compare,
-    queue_figures,
-    roofline_of,
-    simulate,
-    split_compare,
-    split_figures,
-    stall_of,
-)
+from model import SLO_SHARE, Request, Scenario, queue_compare, roofline_of, simulate, split_compare, stall_of
+from model.engines.serving_run import ServingRun
+from model.gpus.hardware import build
+from model.studies.queueorder import queue_figures
 from model.studies.roofline import intensity, ridge, roofline, tokens_to_ridge
+from model.studies.split import split_figures
 from model.studies.stall import CO_ANSWER, stall_demo
 
 ARTICLE = build("article_14b_h100")

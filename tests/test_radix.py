@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import RadixTree
+from model.radix import RadixTree
 
 
 def seq(*items):

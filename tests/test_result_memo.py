@@ -3,6 +3,7 @@ the memo answers only for the very result it was made from, and forgets on reque
 
 from lab.page import compare, fleetview
 from lab.page.figures import histogram, ttft_histogram
+from lab.page.store import STORE
 from model import Scenario, simulate
 
 
@@ -11,7 +12,7 @@ def result(seed: int):
 
 
 def test_memory_data_is_worked_out_once_per_result_and_equals_a_fresh_computation():
-    fleetview.forget()
+    STORE.forget()
     a, b = result(1), result(2)
     first = fleetview.memory_data(a)
     assert fleetview.memory_data(a) is first
@@ -22,7 +23,7 @@ def test_memory_data_is_worked_out_once_per_result_and_equals_a_fresh_computatio
 
 
 def test_an_equal_result_that_is_another_object_is_worked_out_again():
-    fleetview.forget()
+    STORE.forget()
     a, again = result(3), result(3)
     assert a == again and a is not again
     assert fleetview.memory_data(again) is not fleetview.memory_data(a)
@@ -30,19 +31,19 @@ def test_an_equal_result_that_is_another_object_is_worked_out_again():
 
 
 def test_only_the_last_few_results_are_kept_and_forget_drops_them():
-    fleetview.forget()
-    runs = [result(10 + i) for i in range(fleetview.RESULTS_KEPT + 1)]
+    STORE.forget()
+    runs = [result(10 + i) for i in range(STORE.DERIVED_KEPT + 1)]
     first = fleetview.memory_data(runs[0])
     for r in runs[1:]:
         fleetview.memory_data(r)
     assert fleetview.memory_data(runs[0]) is not first  # pushed out by the later ones, worked out again
     kept = fleetview.memory_data(runs[-1])
-    fleetview.forget()
+    STORE.forget()
     assert fleetview.memory_data(runs[-1]) is not kept
 
 
 def test_the_ttft_histogram_and_the_axes_read_the_remembered_values():
-    fleetview.forget()
+    STORE.forget()
     r = result(4)
     shown = ttft_histogram(r)
     assert shown == histogram([rec.ttft_ms for rec in r.records])

@@ -26,10 +26,11 @@ def test_a_current_mission_that_is_not_text_is_a_400_not_a_500(tmp_path, current
 
 def test_a_setup_over_the_pages_budget_is_refused_naming_it(monkeypatch):
     import lab.page.view
+    from lab.page.store import STORE
 
     monkeypatch.setattr(lab.page.view, "PAGE_BUDGET", 100)
-    monkeypatch.setattr(lab.page.view, "_RUNS", type(lab.page.view._RUNS)())  # no run remembered from another test
-    monkeypatch.setattr(lab.page.view, "_TRAFFIC", type(lab.page.view._TRAFFIC)())
+    STORE.runs.clear()  # no run remembered from another test
+    STORE.traffic.clear()
     verify.cache_clear()
     try:
         with pytest.raises(RoomError, match="more than 100 requests") as refused:

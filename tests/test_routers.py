@@ -5,8 +5,15 @@ from collections import Counter
 import pytest
 from helpers import busy, fleet, request
 
-from model import ROUTERS, Routing, Scenario, ScenarioError, View, describe, spec_of, stream
-from model.routing.routers import CacheAware, ConsistentHash, LeastLoaded, RandomChoice, RoundRobin
+from model import ROUTERS, Scenario, ScenarioError, describe, spec_of
+from model.config import Routing
+from model.rng import stream
+from model.routing.policies.cache_aware import CacheAware
+from model.routing.policies.consistent_hash import ConsistentHash
+from model.routing.policies.least_loaded import LeastLoaded
+from model.routing.policies.random import RandomChoice
+from model.routing.policies.round_robin import RoundRobin
+from model.routing.view import View
 
 
 def scenario(**text):

@@ -8,7 +8,9 @@ from helpers import everything
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import ROUTERS, Request, Scenario, ServingRun, build, simulate
+from model import ROUTERS, Request, Scenario, simulate
+from model.engines.serving_run import ServingRun
+from model.gpus.hardware import build
 
 ARTICLE = build("article_14b_h100")
 

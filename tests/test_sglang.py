@@ -5,11 +5,12 @@ from helpers import fleet, request
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import Scenario, View, simulate
-from model.routing.routers import SGLang
+from model import Scenario, simulate
+from model.routing.policies.sglang import SGLang
 from model.routing.sglang import SGLANG_LAUNCHER, VLLM_LAUNCHER, SGLangRouter, VLLMRouterRule, f32
 from model.routing.text import CHARS_PER_TOKEN, FILLER, Renderer
 from model.routing.textree import TextTree
+from model.routing.view import View
 
 
 def scenario(**text):

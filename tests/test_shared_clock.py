@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import RadixTree, Scenario
+from model import Scenario
 from model.engines.lab import Run
-from model.radix import Clock
+from model.radix import Clock, RadixTree
 from model.studies.tree import _stepped
 
 

@@ -17,20 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import (
-    MAX_LINE_BYTES,
-    Run,
-    Scenario,
-    ScenarioError,
-    TraceError,
-    generate,
-    profile_of,
-    read_trace,
-    replay,
-    scan_trace,
-    simulate,
-    trace_lines,
-)
+from model import Scenario, ScenarioError, TraceError, generate, read_trace, replay, scan_trace, simulate, trace_lines
+from model.engines.lab import Run
+from model.gpus.profile import profile_of
+from model.sources.trace import MAX_LINE_BYTES
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 CONVERSATION, SYNTHETIC = TRACES / "conversation_trace.jsonl", TRACES / "synthetic_trace.jsonl"

@@ -7,6 +7,7 @@ import pytest
 
 import lab.page.tracepage as tracepage
 import lab.page.view as view
+from lab.page.store import STORE
 from model import Scenario, replay, trace_reuse
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
@@ -44,7 +45,7 @@ def request(hash_="", **extra):
 
 def test_the_page_replays_a_file_as_the_command_line_does(slice_path, monkeypatch):
     monkeypatch.setattr(tracepage, "SLICE_BYTES", 64 * 1024)  # many slices, lines cut across them
-    view._RUNS.clear()
+    STORE.runs.clear()
     source = FileSource(slice_path)
     answer = view.handle(request("fleet.replicas=3&router.kind=cache_aware",
                                  action={"type": "trace", "name": source.name}), {"user": source})
@@ -70,7 +71,7 @@ def test_the_reuse_ceiling_is_one_unlimited_cache(slice_path):
 
 def test_past_the_budget_the_page_replays_the_first_requests_and_says_so(slice_path, monkeypatch):
     monkeypatch.setattr(view, "PAGE_BUDGET", 1000)
-    view._RUNS.clear()
+    STORE.runs.clear()
     source = FileSource(slice_path)
     answer = view.handle(request(action={"type": "trace", "name": source.name}), {"user": source})
     assert answer["summary"]["requests"] == 1000

@@ -5,6 +5,7 @@ import pytest
 from helpers import another_value
 
 import lab.page.view as view
+from lab.page.store import STORE
 from model import KEYS, Scenario, TooManyRequests, generate, simulate, traffic_key
 
 LIMIT = view.PAGE_BUDGET
@@ -34,7 +35,7 @@ def test_a_key_left_out_of_the_traffic_key_never_changes_the_traffic(text):
 
 
 def test_remembered_traffic_is_generated_traffic_and_any_other_key_or_limit_misses_it():
-    view._TRAFFIC.clear()
+    STORE.traffic.clear()
     four = Scenario()
     first = view.traffic(four, LIMIT)
     assert first == tuple(generate(four, LIMIT))
@@ -45,25 +46,25 @@ def test_remembered_traffic_is_generated_traffic_and_any_other_key_or_limit_miss
     with pytest.raises(TooManyRequests):  # the same traffic under a smaller limit is not the remembered one
         view.traffic(four, 100)
     assert view.traffic(four, LIMIT) is first
-    assert len(view._TRAFFIC) == view.TRAFFIC_KEPT
+    assert len(STORE.traffic) == STORE.TRAFFIC_KEPT
 
 
 def test_a_run_from_remembered_traffic_is_the_run_simulate_makes_and_leaves_the_traffic_as_it_was():
-    view._TRAFFIC.clear()
-    view._RUNS.clear()
+    STORE.traffic.clear()
+    STORE.runs.clear()
     evicting = {"fleet.memory_gb": "2", "router.kind": "cache_aware"}
     for text in ({}, {"fleet.replicas": "6"}, {**evicting, "fleet.replicas": "3"}, {**evicting, "fleet.fetch": "rdma"}):
         scenario = Scenario().with_text(text)
         assert view.run(scenario) == simulate(scenario, limit=LIMIT)
-    assert len(view._TRAFFIC) == 1  # one traffic served all four runs
-    [kept] = view._TRAFFIC.values()
+    assert len(STORE.traffic) == 1  # one traffic served all four runs
+    [kept] = STORE.traffic.values()
     assert kept == tuple(generate(Scenario(), LIMIT))
 
 
 def test_serving_mode_and_looped_sources_make_their_own_requests():
-    view._TRAFFIC.clear()
-    view._RUNS.clear()
+    STORE.traffic.clear()
+    STORE.runs.clear()
     for text in ({"fleet.decode": "true"}, {"traffic.kind": "agent"}, {"traffic.kind": "closed"}):
         scenario = Scenario().with_text(text)
         assert view.run(scenario) == simulate(scenario, limit=view.budget(scenario))
-    assert not view._TRAFFIC
+    assert not STORE.traffic

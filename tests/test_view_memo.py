@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 import lab.page.missionview as missionview
 import lab.page.view as view
 from lab.page.figures import FIGURES, Context, fleet_key
+from lab.page.store import STORE
 from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
-from model.routing.routers import View
+from model.routing.view import View
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
 BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": None, "progress": {}, "memo": None}
@@ -25,12 +26,12 @@ BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": N
 
 def fresh(request: dict, files=None) -> str:
     """The answer worked out from nothing remembered but runs: `handle` never reads the answer memo."""
-    view._DRAWN.clear()
+    STORE.forget_drawings()
     return json.dumps(view.handle(request, files), separators=(",", ":"))
 
 
 def test_a_remembered_answer_is_the_answer_and_any_difference_in_the_request_misses_it():
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     variants = [
         BASE,
         {**BASE, "hash": "fleet.replicas=3&seed=2"},
@@ -63,7 +64,7 @@ def test_the_answer_memo_keys_on_everything_the_browser_keeps_and_on_a_hint_fall
     assert {f.name for f in dataclasses.fields(missionview.Memo)} == {"best", "played", "back", "since"}
     now = [1_000_000.0]
     monkeypatch.setattr(missionview, "clock", lambda: now[0])
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     chose = json.loads(view.handle_json(json.dumps({**BASE, "action": {"type": "select_mission", "mission": "cache-on"}})))
     again = {**BASE, "hash": chose["hash"], "memo": chose["memo"], "action": {"type": "skip_predict"}}
     before = view.handle_json(json.dumps(again))
@@ -73,7 +74,7 @@ def test_the_answer_memo_keys_on_everything_the_browser_keeps_and_on_a_hint_fall
 
 
 def test_the_same_setup_reached_another_way_is_answered_from_memory(monkeypatch):
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     first = view.handle_json(json.dumps({**BASE, "hash": "fleet.replicas=5"}))
     monkeypatch.setattr(view, "derive", lambda state: pytest.fail("derived again"))
     assert view.handle_json(json.dumps({**BASE, "controls": {"ctl:fleet.replicas": 5}})) == first
@@ -95,7 +96,7 @@ class FileSource:
 def test_a_remembered_answer_follows_the_trace_file_the_page_holds():
     lines = TRACE.read_bytes().splitlines(keepends=True)
     short, long = FileSource(b"".join(lines[:300]), "mine.jsonl"), FileSource(b"".join(lines[:400]), "mine.jsonl")
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     request = {**BASE, "action": {"type": "trace", "name": "mine.jsonl"}}
     with_short = view.handle_json(json.dumps(request), {"user": short})
     with_long = view.handle_json(json.dumps(request), {"user": long})
@@ -106,7 +107,7 @@ def test_a_remembered_answer_follows_the_trace_file_the_page_holds():
 
 
 def test_figures_drawn_from_memory_are_the_figures_drawn_afresh():
-    view._DRAWN.clear()
+    STORE.forget_drawings()
     hash_ = ""
     for controls in ({}, {"ctl:crossover.queued": 7}, {"ctl:fleet.replicas": 6}, {"ctl:money.gpu_usd_per_hour": 5},
                      {"ctl:crossover.queued": 2}, {"ctl:fleet.replicas": 4}):
@@ -225,7 +226,7 @@ def test_the_page_holds_exactly_the_html_the_view_sends(page, server):
 def test_a_random_walk_of_changes_answers_as_a_fresh_view_does():
     """Dragging sliders back and forth (the answer memo, the drawing memo and the runs all in play)."""
     rng = random.Random(7)
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     hash_ = ""
     for _ in range(12):
         key, values = rng.choice([("ctl:fleet.replicas", (2, 3, 4)), ("ctl:crossover.queued", (1, 4)),
@@ -239,9 +240,9 @@ def test_a_random_walk_of_changes_answers_as_a_fresh_view_does():
 def test_the_snapshots_first_answer_is_kept_alone_and_the_same_as_working_it_out():
     """`view.keep_first_answer` (the build's snapshot): the page's first request answered, everything behind it forgotten."""
     first = json.dumps({"hash": "", "progress": {}, "memo": {}})
-    view._ANSWERS.clear()
+    STORE.answers.clear()
     view.keep_first_answer(first)
-    assert len(view._ANSWERS) == 1 and not view._RUNS and not view._DRAWN  # the snapshot carries no run
+    assert len(STORE.answers) == 1 and not STORE.runs and not any(STORE.sizes()[n] for n in STORE.sizes() if n.startswith('drawn:'))  # the snapshot carries no run
     kept = view.handle_json(first)  # from the memo
-    assert len(view._ANSWERS) == 1 and not view._RUNS
+    assert len(STORE.answers) == 1 and not STORE.runs
     assert kept == fresh({"hash": "", "progress": {}, "memo": {}})

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-import lab.page.figures as figures
 import lab.page.view as view
+from lab.page.store import STORE
 
 DRAG = {"hash": "fleet.replicas=3", "controls": {"ctl:fleet.replicas": 4}, "live": True, "action": None,
         "progress": {}, "memo": None}
@@ -14,18 +14,17 @@ DRAG = {"hash": "fleet.replicas=3", "controls": {"ctl:fleet.replicas": 4}, "live
 
 def forget() -> None:
     """Every memo of the view emptied, as in a worker that has just booted."""
-    for memo in (view._ANSWERS, view._RUNS, view._DRAWN, figures._TREES):
-        memo.clear()
-    view._WARM.clear()
+    STORE.clear()
+    STORE.warm.clear()
 
 
 def prefetch_all(request: dict) -> list[dict]:
     """Plan from `request` (answered just before), answer every planned request; the requests planned."""
     more = view.prefetch_json(json.dumps(request))
-    planned = [json.loads(text) for text in view._WARM]
+    planned = [json.loads(text) for text in STORE.warm]
     while more:
         more = view.prefetch_json()
-    assert view._WARM == []
+    assert STORE.warm == []
     return planned
 
 
@@ -98,7 +97,7 @@ def test_a_prefetched_answer_is_the_answer_the_page_then_gets(request_):
         assert step != 0
         nxt = following(request_, answer, value + step)
         key = view._state_key(view._state_of(nxt, None))
-        assert key in view._ANSWERS  # the page's next request finds it remembered
+        assert key in STORE.answers  # the page's next request finds it remembered
         remembered = view.handle_json(json.dumps(nxt))
         forget()
         assert remembered == view.handle_json(json.dumps(nxt))  # worked out from nothing remembered
@@ -142,5 +141,5 @@ def test_without_a_request_text_the_next_planned_answer_is_made_whatever_stands_
     view.handle_json(json.dumps(DRAG))
     assert view.prefetch_json(json.dumps(DRAG)) is True
     assert view.prefetch_json(object()) is True  # one of the two answered
-    assert len(view._WARM) == 1
+    assert len(STORE.warm) == 1
     assert view.prefetch_json(object()) is False

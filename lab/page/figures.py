@@ -20,13 +20,14 @@ Standard library, `model` only: this runs in the browser too.
 
 import functools
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from lab.page import fleetview, measured
+from lab.page import measured
 from lab.page.fleetview import PALETTE, memory_data, per_result, replica_colour
+from lab.page.store import STORE
 from model import (
     PRESETS,
     RACE,
@@ -46,6 +47,7 @@ from model import (
     prices_of,
     queue_compare,
     roofline_of,
+    run_key,
     split_compare,
     stall_demo,
     stall_of,
@@ -59,12 +61,6 @@ __all__ = ["ARTICLE_FIGURES", "Context", "EMBED_CONTROLS", "EMBED_FIGURES", "FIG
            "PALETTE", "embed_figures", "forget", "replica_colour", "fleet_key", "histogram", "hit_columns",
            "ttft_histogram",
            "ttft_columns"]
-
-# Scenario keys no simulation reads: the article's own examples and the API's prices.
-NOT_SIMULATED = ("crossover.", "money.", "roofline.", "transfer.prompt_tokens", "transfer.cached_tokens")
-# Keys only serving mode's replicas read, and that change nothing else in lab mode (no note, no check).
-SERVING_ONLY = ("fleet.token_budget", "fleet.chunked_prefill", "fleet.max_running", "fleet.queue_guard_s")
-
 
 class Context(NamedTuple):
     """What a figure is drawn from: the scenario, its fleet's run, and a way to run a variant of it."""
@@ -94,16 +90,8 @@ class Figure:
 
 @functools.lru_cache(maxsize=32)  # asked by every fleet figure of every answer: remembered by the scenario
 def fleet_key(scenario: Scenario) -> tuple[tuple[str, str], ...]:
-    """The scenario as the simulation sees it: equal for two scenarios whose runs are equal.
-
-    Lab mode reads a link's speed only while its replicas fetch over that link (`fleet.fetch`); serving
-    mode keeps every link speed in the key, as one may price a hand-over.
-    """
-    ignored: tuple[str, ...] = NOT_SIMULATED
-    if not scenario.fleet.decode:
-        ignored += tuple(f"transfer.{key}" for tier, (key, _) in TIERS.items() if tier != scenario.fleet.fetch)
-        ignored += SERVING_ONLY
-    return tuple((k, v) for k, v in scenario.to_text().items() if not k.startswith(ignored))
+    """The scenario as the simulation sees it (`model.run_key`, from each key's own declaration)."""
+    return run_key(scenario)
 
 
 # -- the fleet's charts ---------------------------------------------------------------
@@ -559,8 +547,6 @@ def _prefill_caption(c: Context) -> str:
 
 SERVING = (("fleet.decode", "true"),)  # the example the serving-mode figures offer in lab mode
 QUEUED = SERVING + (("events", "burst@60+30x4"),)  # ...and one where requests wait, so the order matters
-JOIN_KEPT = 8  # demos kept: dragging the prefill slider back recomputes nothing
-_JOINS: "OrderedDict[tuple, dict[str, Any]]" = OrderedDict()
 JOIN_READS = ("roofline.prefill_tokens", "fleet.token_budget", "fleet.max_running", "slo.tbt_ms", "hardware.")
 JOIN_WAYS = (("alone", "the batch alone"), ("chunked", "chunked"), ("prefill_first", "prefill first"))
 
@@ -568,12 +554,7 @@ JOIN_WAYS = (("alone", "the batch alone"), ("chunked", "chunked"), ("prefill_fir
 def _join(c: Context) -> dict[str, Any]:
     """`stall_demo` for the keys it reads, remembered: the other sliders of the page never recompute it."""
     key = tuple((k, v) for k, v in c.scenario.to_text().items() if k.startswith(JOIN_READS))
-    if key not in _JOINS:
-        _JOINS[key] = stall_demo(c.scenario)
-        while len(_JOINS) > JOIN_KEPT:
-            _JOINS.popitem(last=False)
-    _JOINS.move_to_end(key)
-    return _JOINS[key]
+    return STORE.joins.remember(key, lambda: stall_demo(c.scenario))
 
 
 def _join_data(c: Context) -> dict[str, dict]:
@@ -802,17 +783,17 @@ TREE_LABEL_SHARE = 0.016  # a block carries its name if at least this share of t
 TREE_COLOURS = {"pinned": PALETTE[3], "hit": PALETTE[0], "cold": "#c8ccd0", "evicted": "#ffffff"}
 TREE_STATES = {"pinned": "pinned by a queued or running request", "hit": "hit recently", "cold": "cold"}
 TREE_WIDGETS = ("tree:replica", "tree:at")  # the tree's widgets: they set page keys, not scenario keys
-TREE_KEPT = 6  # recent snapshots kept: moving the replica or back to a moment re-runs nothing
-_TREES: "OrderedDict[tuple, tuple[TreeSnapshot, ...]]" = OrderedDict()
 
 
 def forget() -> None:
-    """Drop the trees, joins, histograms and memory series remembered so far (see `lab.page.view.keep_first_answer`)."""
-    fleetview.forget()
-    _TREES.clear()
-    _JOINS.clear()
+    """Drop the run keys and histograms the figures remember besides the store (see `lab.page.view.keep_first_answer`)."""
     fleet_key.cache_clear()
     _histogram.cache_clear()
+
+
+def tree_key(scenario: Scenario, at: float | None) -> tuple:
+    """The store's key of a run's trees at a moment (None: the run's end)."""
+    return (fleet_key(scenario), at)
 
 
 def tree_page(page: Mapping[str, str], controls: Mapping[str, Any]) -> dict[str, str]:
@@ -851,14 +832,7 @@ def tree_snapshot(c: Context) -> TreeSnapshot | None:
     if "trace" in c.page:
         return None
     replica, at, _ = tree_choice(c)
-    key = (fleet_key(c.scenario), at)
-    snaps = _TREES.get(key)
-    if snaps is None:
-        snaps = _TREES[key] = tree_at(c.scenario, at)
-        while len(_TREES) > TREE_KEPT:
-            _TREES.popitem(last=False)
-    else:
-        _TREES.move_to_end(key)
+    snaps = STORE.trees.remember(tree_key(c.scenario, at), lambda: tree_at(c.scenario, at))
     return snaps[replica] if replica < len(snaps) else None
 
 

@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from lab.page.store import STORE
 from model import ROUTERS, Result, Scenario
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
@@ -36,42 +37,32 @@ def replica_colour(i: int) -> str:
     """One colour per replica, the same in every chart and table that tells replicas apart."""
     return REPLICA_COLOURS[i % len(REPLICA_COLOURS)]
 
-__all__ = ["EXPLAIN_ROWS", "PALETTE", "RESULTS_KEPT", "explain_html", "forget", "memory_data", "per_result", "replica_colour",
+__all__ = ["EXPLAIN_ROWS", "PALETTE", "explain_html", "memory_data", "per_result", "replica_colour",
            "replicas_html", "router_html", "serving_html", "slowest_html"]
 
 EXPLAIN_ROWS = 8  # slowest requests listed with a "what the router saw" button
-RESULTS_KEPT = 4  # results whose derived values `per_result` remembers (an answer draws at most two runs)
 T = TypeVar("T")
-_KEPT: list[list] = []  # every `per_result` memo, for `forget`
 
 
 def per_result(fn: Callable[[Result], T]) -> Callable[[Result], T]:
-    """`fn(result)`, remembered for the last `RESULTS_KEPT` results by identity.
+    """`fn(result)`, remembered for the last few results by identity (`STORE.derived`).
 
     A result is never changed once made, so what `fn` derives from it is a function of the object alone; the
-    memo holds each result it answers for, so no other object can take over its id. Callers must not change
+    store holds each result it answers for, so no other object can take over its id. Callers must not change
     the value returned: the next caller gets the same one.
     """
-    kept: list[tuple[Result, T]] = []
-    _KEPT.append(kept)
+    kept = STORE.derived(f"{fn.__module__}.{fn.__qualname__}")
 
     @functools.wraps(fn)
     def remembered(result: Result) -> T:
-        for known, value in kept:
-            if known is result:
-                return value
+        found = kept.get(id(result))
+        if found is not None and found[0] is result:
+            return found[1]  # type: ignore[no-any-return]
         value = fn(result)
-        kept.insert(0, (result, value))
-        del kept[RESULTS_KEPT:]
+        kept.put(id(result), (result, value))
         return value
 
     return remembered
-
-
-def forget() -> None:
-    """Drop what `per_result` remembers (and with it the results it holds)."""
-    for kept in _KEPT:
-        kept.clear()
 
 
 def serving_html(result: Result) -> str:

@@ -13,6 +13,8 @@ Standard library only: this runs in the browser too.
 
 from dataclasses import dataclass
 
+from model import ROUTERS
+
 __all__ = ["GLOSSARY", "Entry", "brief", "explain", "term"]
 
 
@@ -166,40 +168,7 @@ GLOSSARY: tuple[Entry, ...] = (
           "request is served."),
     Entry("events", "Events", "A timestamp injected at the top of every prompt from a time on, a tenant surge (forty "
           "system prompts instead of six) or a burst (arrivals several times faster) for a while."),
-    # routers, by `router.kind` value
-    Entry("round_robin", "Round robin", "Takes turns: request n goes to replica n mod the number of replicas.",
-          brief="takes turns, whatever each replica holds or carries."),
-    Entry("random", "Random", "Picks any replica at random.",
-          brief="any replica, at random."),
-    Entry("least_loaded", "Least loaded", "Sends each request to the replica with the shortest backlog.",
-          brief="the replica with the shortest backlog."),
-    Entry("consistent_hash", "Consistent hash", "Always sends a system prompt to the same replica (its place on a "
-          "hash ring), however busy that replica is.",
-          brief="each system prompt pinned to one replica, however busy."),
-    Entry("cache_aware", "Cache-aware", "Sends a request where the longest part of its prompt is cached, unless "
-          "that replica is too far behind (the spill threshold).",
-          brief="the longest cached match, unless that replica is too far behind."),
-    Entry("power_of_two", "Power of two", "Draws two replicas at random and takes the less busy one.",
-          brief="the less busy of two replicas drawn at random."),
-    Entry("bounded_hash", "Bounded-load hash", "Consistent hashing, but a replica already carrying more than its "
-          "share passes the request to the next one on the ring.",
-          brief="the pinned replica, unless it carries more than its share."),
-    Entry("prefix_load_aware", "Prefix + load fallback", "Follows the cached prefix while loads are even, and the "
-          "least busy replica once they are not.",
-          brief="the cached prefix while loads are even, else the least busy."),
-    Entry("sglang", "SGLang router", "SGLang's own router (sgl-router 0.3.2, cache-aware), with its launcher's "
-          "settings. It keeps its own tree of the prompt text it sent, never the replicas' caches. When loads are "
-          "lopsided it takes the least busy replica; otherwise it follows its tree to the replica that first got "
-          "the prompt's longest prefix, if that prefix covers enough of the prompt, else the least busy.",
-          brief="its own tree of what it sent: the first holder of a prefix, unless loads are lopsided."),
-    Entry("vllm_router", "vLLM router", "vLLM's router (vllm-router 0.1.17, cache-aware), a fork of SGLang's with "
-          "the same rule and settings but one step: when several replicas hold the longest match equally, it takes "
-          "the least busy of them rather than the first that got it.",
-          brief="as the SGLang router, but equal matches go to the least busy."),
-    Entry("cost", "Lowest estimated TTFT", "Estimates each replica's wait plus the prefill of what it lacks, and "
-          "picks the lowest.",
-          brief="the lowest estimated wait plus prefill."),
-)
+) + tuple(Entry(key, p.label, p.help, brief=p.brief) for key, p in ROUTERS.items())  # routers, by router.kind
 
 _BY_NAME = {e.name: e for e in GLOSSARY}
 _ALIASES = {"replica_count": "fleet.replicas"}  # the headline's replica count is the control's number

@@ -15,12 +15,12 @@ Standard library, `missions` and `model` only: this runs in the browser.
 
 import html
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from lab.page import missionview
 from lab.page.missionview import ASKING, FREE_GUESSES, HINT_AFTER_S, REVEALED, Memo, Teach, guessed
+from lab.page.store import STORE
 from lab.page.tracepage import as_bytes
 from missions import FIGURES, Mission, Prediction, Verdict, beats, beats_rule, figures, measure
 from model import Result, Scenario
@@ -32,24 +32,20 @@ SWEEPS_KEY = "sweeps"  # the page's files: the build's distributions, once fetch
 SWEEPS_URL = "mission-sweeps.json"  # where the build writes them (lab.site.missionsweep.SITE_FILE)
 SHARES = ("hit_rate", "ttft_slo_met", "tbt_slo_met", "router_overestimate")  # drawn in per cent
 STAR_COLOURS = ("#bbbbbb", "#e69f00", "#56b4e9", "#009e73")  # by stars: none, one, two, three (Okabe-Ito)
-_PARSED: "OrderedDict[tuple[str, int], dict[str, dict[str, Any]]]" = OrderedDict()
 
 
 def read_sweeps(source: Any) -> dict[str, dict[str, Any]]:
     """The distributions by mission id from the fetched file (a `lab.page.tracepage.Source`), parsed once.
 
     A file that is not the build's distributions gives none: the panel then shows no landscape."""
-    key = (str(source.name), int(source.size))
-    if key not in _PARSED:
+    def parse() -> dict[str, dict[str, Any]]:
         try:
             parsed = json.loads(as_bytes(source.read(0, source.size)))
-            found = {d["id"]: d for d in parsed["missions"] if isinstance(d, dict) and "id" in d}
+            return {d["id"]: d for d in parsed["missions"] if isinstance(d, dict) and "id" in d}
         except (ValueError, KeyError, TypeError):
-            found = {}
-        _PARSED[key] = found
-        while len(_PARSED) > 2:
-            _PARSED.popitem(last=False)
-    return _PARSED[key]
+            return {}
+
+    return STORE.sweeps.remember((str(source.name), int(source.size)), parse)
 
 
 def teach(page: Mapping[str, str], memo: Memo, mission: Mission, verdict: Verdict | None,

@@ -41,8 +41,7 @@ import html
 import json
 import math
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -71,6 +70,7 @@ from lab.page.figures import (
 )
 from lab.page.fitfile import ProfileError, fit_from_json
 from lab.page.missionview import Memo, Play
+from lab.page.store import STORE
 from lab.page.tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from lab.page.urlstate import HashState, capped, read_hash, write_hash
 from missions import FIGURES as FIGURES_SCORED
@@ -112,16 +112,7 @@ SERVING_BUDGET = 15_000  # the same in serving mode, whose requests cost about 2
 
 MAX_TRACE_NAME = 120  # characters of a trace file's name kept in the URL
 GPU_FIT_MAX_CHARS = 1 << 20  # of a GPU fit file's text read (one is a few hundred characters)
-RUNS_KEPT = 4  # recent runs the worker remembers (each holds its requests' records: a few MB)
-_RUNS: "OrderedDict[tuple, Any]" = OrderedDict()  # fleet key -> Result; ("trace", ...) -> TraceRun
-ANSWERS_KEPT = 48  # recent answers the worker remembers, as JSON text (65-100 kB each: 3-5 MB in all)
-_ANSWERS: "OrderedDict[tuple, str]" = OrderedDict()  # `_state_key(state)` -> the answer's JSON text
-_WARM: list[str] = []  # requests `prefetch_json` plans to answer ahead of time (JSON text), next first
 _SLIDERS = {c.name: c for c in CONTROLS if c.widget == "slider"}  # widget tag -> control, for `prefetch_json`
-TRAFFIC_KEPT = 2  # recent synthetic traffics remembered (a replicas or router change keeps the traffic)
-_TRAFFIC: "OrderedDict[tuple, tuple[Request, ...]]" = OrderedDict()  # (traffic_key, limit) -> requests
-DRAWN_KEPT = 2  # recent drawings remembered per figure (one may hold a run alive beyond RUNS_KEPT)
-_DRAWN: "dict[str, OrderedDict[tuple, tuple[Result | None, dict, str]]]" = {}  # figure -> key -> (run, data, caption)
 
 
 def budget(scenario: Scenario) -> int:
@@ -225,20 +216,16 @@ def read_shown(raw: Any) -> tuple[Shown | None, tuple[str, ...]]:
 def run(scenario: Scenario) -> Result:
     """`simulate` within the page's budget, remembering the last few runs by the keys the simulation reads:
     moving an article figure's slider, or dragging a slider back where it was, reuses a run."""
-    return _remembered(fleet_key(scenario), lambda: _simulated(scenario))  # type: ignore[no-any-return]
+    return STORE.runs.remember(fleet_key(scenario), lambda: _simulated(scenario))  # type: ignore[no-any-return]
 
 
 def _simulated(scenario: Scenario) -> Result:
-    """`simulate` within the budget; the trees at the run's end, which the same pass gives, go to the tree
-    figure's memo, so that drawing the tree does not run the scenario a second time (`model.tree_at`)."""
+    """`simulate` within the budget; the trees at the run's end, which the same pass gives, go to the store's
+    trees, keyed as the tree figure looks, so that drawing the tree does not run the scenario a second time."""
     limit = budget(scenario)
     requests = traffic(scenario, limit) if _open_chat(scenario) else None
     result, trees = simulate_with_trees(scenario, limit=limit, requests=requests)
-    kept = figures._TREES  # noqa: SLF001 -- the tree figure's own memo, keyed as `figures.tree_snapshot` looks
-    kept[(fleet_key(scenario), None)] = trees
-    kept.move_to_end((fleet_key(scenario), None))
-    while len(kept) > figures.TREE_KEPT:
-        kept.popitem(last=False)
+    STORE.trees.put(figures.tree_key(scenario, None), trees)
     return result
 
 
@@ -248,30 +235,10 @@ def _open_chat(scenario: Scenario) -> bool:
 
 
 def traffic(scenario: Scenario, limit: int) -> tuple[Request, ...]:
-    """`generate(scenario, limit)`, remembered for the last `TRAFFIC_KEPT` traffic keys: a change of the fleet or
-    the router sends the same requests, which are tuples, so one run's can serve the next. Raises
+    """`generate(scenario, limit)`, remembered for the last few traffic keys (`STORE.traffic`): a change of the
+    fleet or the router sends the same requests, which are tuples, so one run's can serve the next. Raises
     `TooManyRequests` as `generate` does (and remembers nothing then)."""
-    key = (traffic_key(scenario), limit)
-    found = _TRAFFIC.get(key)
-    if found is None:
-        found = _TRAFFIC[key] = tuple(generate(scenario, limit))
-        while len(_TRAFFIC) > TRAFFIC_KEPT:
-            _TRAFFIC.popitem(last=False)
-    else:
-        _TRAFFIC.move_to_end(key)
-    return found
-
-
-def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
-    """`make()`, or what it gave last time for `key`, among the last `RUNS_KEPT` runs of either kind."""
-    found = _RUNS.get(key)
-    if found is None:
-        found = _RUNS[key] = make()
-        while len(_RUNS) > RUNS_KEPT:
-            _RUNS.popitem(last=False)
-    else:
-        _RUNS.move_to_end(key)
-    return found
+    return STORE.traffic.remember((traffic_key(scenario), limit), lambda: tuple(generate(scenario, limit)))
 
 
 # -- entry points ------------------------------------------------------------
@@ -280,19 +247,12 @@ def handle_json(request: str, files: Any = None) -> str:
     """`handle` over JSON text: what the worker calls, with the trace files the page holds.
 
     The answer is a function of the state the request leads to (and of the files it reads), so the last
-    `ANSWERS_KEPT` answers are remembered by that state: dragging a slider back over values it has shown
+    answers are remembered by that state (`STORE.answers`): dragging a slider back over values it has shown
     answers at once.
     """
     state = _state_of(json.loads(request), files)
-    key = _state_key(state)
-    text = _ANSWERS.get(key)
-    if text is None:
-        text = _ANSWERS[key] = json.dumps(answer(state, derive(state)), separators=(",", ":"))
-        while len(_ANSWERS) > ANSWERS_KEPT:
-            _ANSWERS.popitem(last=False)
-    else:
-        _ANSWERS.move_to_end(key)
-    return text
+    return STORE.answers.remember(_state_key(state),
+                                  lambda: json.dumps(answer(state, derive(state)), separators=(",", ":")))
 
 
 def prefetch_json(request: str | None = None, files: Any = None) -> bool:
@@ -306,10 +266,10 @@ def prefetch_json(request: str | None = None, files: Any = None) -> bool:
     not change: every memo is keyed by all its value depends on (tests/test_view_prefetch.py).
     """
     if isinstance(request, str):  # anything else (None, or a JavaScript null as Pyodide hands it over): no request
-        _WARM[:] = _neighbours(json.loads(request), files)
-    elif _WARM:
-        handle_json(_WARM.pop(0), files)
-    return bool(_WARM)
+        STORE.warm[:] = _neighbours(json.loads(request), files)
+    elif STORE.warm:
+        handle_json(STORE.warm.pop(0), files)
+    return bool(STORE.warm)
 
 
 def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
@@ -322,7 +282,7 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
     if control is None or isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return []
     state = _state_of(request, files)
-    answered = _ANSWERS.get(_state_key(state))
+    answered = STORE.answers.get(_state_key(state))
     if answered is None:  # not the request just answered (or already pushed out): nothing to go on
         return []
     reply = json.loads(answered)
@@ -347,9 +307,7 @@ def keep_first_answer(request: str) -> None:
     made on first use, tables built once), without carrying the run, its trees and drawings in the snapshot.
     """
     handle_json(request)
-    _RUNS.clear()
-    _TRAFFIC.clear()
-    _DRAWN.clear()
+    STORE.forget()
     figures.forget()
 
 
@@ -558,7 +516,7 @@ def trace_run(scenario: Scenario, source: Source, limit: int | None = None) -> T
     the simulation reads)."""
     limit = budget(scenario) if limit is None else min(limit, budget(scenario))
     key = ("trace", source.name, source.size, limit, fleet_key(scenario))
-    return _remembered(key, lambda: replay_source(scenario, source, limit))  # type: ignore[no-any-return]
+    return STORE.runs.remember(key, lambda: replay_source(scenario, source, limit))  # type: ignore[no-any-return]
 
 
 def _with_controls(state: State, controls: Mapping[str, Any]) -> State:
@@ -910,19 +868,16 @@ def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict
     A figure drawn from the fleet's run is drawn again when the run, a key the simulation reads, a key of its
     `reads` or a page key differs; any other figure when a key of its `reads` does. So moving an article
     figure's slider redraws that figure alone, and a fleet change leaves the article's explainers as they were.
-    The last `DRAWN_KEPT` drawings of each figure are kept.
+    The last few drawings of each figure are kept (`STORE.drawn`).
     """
     reads = tuple((k, v) for k, v in text.items() if k.startswith(fig.reads)) if fig.reads else ()
     key = (reads, fleet_key(context.scenario), tuple(sorted(context.page.items()))) if fig.fleet else (reads,)
-    kept = _DRAWN.setdefault(fig.name, OrderedDict())
+    kept = STORE.drawn(fig.name)
     found = kept.get(key)
     if found is not None and found[0] is (context.result if fig.fleet else None):
-        kept.move_to_end(key)
         return found[1], found[2]
     data, caption = fig.data(context), fig.caption(context)
-    kept[key] = (context.result if fig.fleet else None, data, caption)
-    while len(kept) > DRAWN_KEPT:
-        kept.popitem(last=False)
+    kept.put(key, (context.result if fig.fleet else None, data, caption))
     return data, caption
 
 

@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 from model.config import Scenario
 from model.engines.replica import Replica, Served
-from model.gpus.hardware import Profile, profile_of
+from model.gpus.hardware import Profile
+from model.gpus.profile import profile_of
 from model.loop import ARRIVE, FINISH, SAMPLE, EventLoop
 from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
 from model.routing.dispatch import Dispatcher, held_elsewhere

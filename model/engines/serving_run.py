@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from model.config import Scenario
 from model.engines.serving import Seq, ServingReplica
-from model.gpus.hardware import profile_of
+from model.gpus.profile import profile_of
 from model.loop import ARRIVE, SAMPLE, EventLoop
 from model.metrics import (
     BINS,

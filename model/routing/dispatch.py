@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from model.config import Scenario
 from model.memory import Memory
 from model.metrics import ratio
-from model.routing.routers import Routable, SGLang, View, make_router
+from model.routing.policies import make_router
+from model.routing.policies.sglang import SGLang
+from model.routing.view import Routable, View
 from model.sources.traffic import Request
 
 __all__ = ["Dispatcher", "held_elsewhere"]

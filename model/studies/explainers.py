@@ -27,7 +27,8 @@ rounded once, here (seconds to 1e-6); the pure functions are not rounded.
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from model.gpus.hardware import ARTICLE, PRESETS, Profile, profile_of
+from model.gpus.hardware import ARTICLE, PRESETS, Profile
+from model.gpus.profile import profile_of
 
 if TYPE_CHECKING:
     from model.config import Money, Scenario, Transfer

@@ -9,11 +9,11 @@ did). The regret is how much sooner the request's first token would have
 come on the best alternative: max(0, TTFT as chosen - best other TTFT).
 """
 
-from collections.abc import Callable
 from typing import Any
 
 from model.config import Scenario, ScenarioError
-from model.routing.routers import BoundedHash, Cost, SGLang, View
+from model.routing.policies.sglang import SGLang
+from model.routing.view import View
 from model.run import simulate, start
 
 __all__ = ["explain"]
@@ -25,28 +25,6 @@ _BRANCHES = {  # what a router with its own tree did at a decision, by the branc
     "low_match": "Its tree matched only {rate:.0%} of the prompt, not above its threshold, so it took the replica "
                  "with the fewest requests in flight (the first of equals).",
 }
-
-
-def _scores(kind: str, policy: Any, view: View) -> tuple[str, list[float]] | None:
-    """The number each policy decides on, per replica, with what it means; None for blind policies."""
-    n = range(len(view))
-    by_kind: dict[str, Callable[[], tuple[str, list[float]]]] = {
-        "least_loaded": lambda: ("backlog (s): least wins", [round(view.backlog(i), 6) for i in n]),
-        "power_of_two": lambda: ("backlog (s): the less loaded of two random replicas wins",
-                                 [round(view.backlog(i), 6) for i in n]),
-        "cache_aware": lambda: ("believed cached tokens: most wins, unless its backlog is too far behind",
-                                [float(view.matched(i)) for i in n]),
-        "prefix_load_aware": lambda: ("believed cached tokens: most wins, unless it holds too many requests",
-                                      [float(view.matched(i)) for i in n]),
-        "sglang": lambda: ("its tree's match rate: the replica it names wins above the threshold, unless loads are "
-                           "lopsided", [round(policy.beliefs[i] / max(1, view.request.prompt_tokens), 6) for i in n]),
-        "bounded_hash": lambda: (f"in flight: the ring's first replica under {BoundedHash.bound(policy, view)} wins",
-                                 [float(view.in_flight(i)) for i in n]),
-        "cost": lambda: ("estimated TTFT (s): least wins", [round(Cost.estimate(policy, view, i), 6) for i in n]),
-    }
-    by_kind["vllm_router"] = by_kind["sglang"]
-    make = by_kind.get(kind)
-    return make() if make else None
 
 
 def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
@@ -61,7 +39,7 @@ def explain(scenario: Scenario, request_id: int) -> dict[str, Any]:
     def look(view: View, chosen: int) -> None:  # at the moment of the decision, before the request is placed
         if view.request.id != request_id:
             return
-        score = _scores(scenario.router.kind, policy, view)
+        score = policy.scores(view) if hasattr(policy, "scores") else None  # blind policies compare nothing
         believed = own.beliefs if own is not None else [view.matched(i) for i in range(len(view))]
         if own is not None and own.last is not None:
             d = own.last

@@ -1,0 +1,51 @@
+"""Longest cached match, unless it is too busy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from model.routing.view import View
+
+if TYPE_CHECKING:
+    from model.config import Scenario
+
+__all__ = ['CacheAware']
+
+
+class CacheAware:
+    """Longest cached match, unless it is too busy.
+
+    Take the replica whose tree holds the longest prefix of the prompt (ties:
+    least backlog, then as every router breaks them). If its backlog exceeds
+    the least-loaded replica's by more than `router.spill_threshold_s`
+    seconds, spill to the least-loaded replica instead. With the threshold
+    off, never spill. With no match anywhere, this is least-loaded routing.
+    """
+
+    key: ClassVar[str] = "cache_aware"
+    label: ClassVar[str] = "Cache-aware"
+    rule: ClassVar[str] = "follows the longest cached prefix, spilling to the least loaded past a backlog threshold"
+    help: ClassVar[str] = ('Sends a request where the longest part of its prompt is cached, unless that replica is too far '
+                          'behind (the spill threshold).')
+    brief: ClassVar[str] = 'the longest cached match, unless that replica is too far behind.'
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.threshold = scenario.router.spill_threshold_s
+
+    def choose(self, view: View) -> int:
+        best = view.longest_match()
+        if self.threshold is None:
+            return best
+        least = view.least_loaded()
+        if view.backlog(best) - view.backlog(least) > self.threshold:
+            return least
+        return best
+
+    def scores(self, view: View) -> tuple[str, list[float]]:
+        """What it compares, per replica (the hindsight explainer's table)."""
+        return ("believed cached tokens: most wins, unless its backlog is too far behind",
+                [float(view.matched(i)) for i in range(len(view))])
+
+
+
+POLICY = CacheAware  # what this file adds to the registry (model/routing/kinds.py)

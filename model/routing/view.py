@@ -1,0 +1,222 @@
+"""What a router sees of the fleet at one decision (`View`), and what every policy is (`Policy`).
+
+A policy is one file of `routing/policies/` carrying its `key` (the scenario's
+`router.kind`), a `label` for people, a one-line `rule`, the glossary's `help`
+and `brief`, and `choose(view) -> index`; its docstring states the rule in full.
+The list of kinds (`routing/kinds.py`) names the files, one line each,
+and is the only list of them: the scenario's allowed kinds, the page's menu,
+its glossary and `prefix-lab keys` all read it.
+
+A `View` is made for one routing decision: the
+request, the time, and each replica's backlog and cached match, a match
+looked up lazily and at most once per replica, so it can never outlive the
+decision it was made for. Ties always break the same way: least backlog,
+then the replica routed to least recently, then lowest index; so an idle
+fleet takes turns instead of piling on replica 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from model.memory import Memory
+
+if TYPE_CHECKING:
+    from model.config import Scenario
+    from model.radix import RadixTree
+    from model.sources.traffic import Request
+
+
+class Routable(Protocol):
+    """What a router may look at on a replica, in either mode (`replica.Replica`, `serving.ServingReplica`)."""
+
+    index: int
+    tree: RadixTree
+    cache: bool
+    last_routed: int  # id of the last request routed here (for tie-breaks)
+
+    def backlog(self, now: float) -> float: ...
+
+    def in_flight(self) -> int: ...
+
+    def prefill_s(self, uncached_tokens: int) -> float: ...
+
+
+__all__ = ["Policy", "Routable", "View"]
+
+
+class Policy(Protocol):
+    """A routing policy: made from the scenario once per run, asked `choose` once per request."""
+
+    key: ClassVar[str]  # the scenario's router.kind
+    label: ClassVar[str]  # its name for people (the page's menu)
+    rule: ClassVar[str]  # one line: how it picks
+    help: ClassVar[str]  # the glossary's explanation
+    brief: ClassVar[str]  # the few words under the menu
+
+    def __init__(self, scenario: Scenario) -> None: ...
+
+    def choose(self, view: View) -> int: ...
+
+
+class View:
+    """The fleet as a router sees it when one request arrives.
+
+    `matched(i)` is what the router believes replica `i` holds: the tree
+    itself with the exact view, or the router's own `Memory` of what it sent
+    there with the approximate one. `actual(i)` is always the tree.
+    """
+
+    __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed", "_backlogs")
+
+    def __init__(self, request: Request, replicas: Sequence[Routable], now: float, memory: Memory | None = None) -> None:
+        self.request = request
+        self.now = now
+        self.replicas = replicas
+        self.memory = memory
+        self._actual: list[int | None] = [None] * len(replicas)
+        self._believed: list[int | None] = self._actual if memory is None else [None] * len(replicas)
+        self._backlogs: list[float] | None = None  # every replica's backlog at `now`, once one is asked for
+
+    def __len__(self) -> int:
+        return len(self.replicas)
+
+    def actual(self, i: int) -> int:
+        """Tokens of the request's prompt that replica `i`'s tree holds (0 with the cache off)."""
+        m = self._actual[i]
+        if m is None:
+            r = self.replicas[i]
+            m = self._actual[i] = r.tree.peek(self.request.keys) if r.cache else 0
+        return m
+
+    def learn(self, i: int, tokens: int) -> None:
+        """Take `tokens` as `actual(i)`: what replica `i`'s own walk of its tree for this prompt just found."""
+        if self._actual[i] is None:
+            self._actual[i] = tokens
+
+    def matched(self, i: int) -> int:
+        """Tokens of the request's prompt the router believes replica `i` holds."""
+        if self.memory is None:
+            return self.actual(i)
+        m = self._believed[i]
+        if m is None:
+            m = self._believed[i] = self.memory.matched(i, self.request.keys, self.now)
+        return m
+
+    def matches(self) -> list[int]:
+        """`matched(i)` of every replica, in index order."""
+        if self.memory is not None:
+            return [self.matched(i) for i in range(len(self.replicas))]
+        m = self._actual
+        if None in m:
+            keys = self.request.keys
+            first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
+            m[:] = [(r.tree.peek(keys) if r.cache and first in r.tree.root.children else 0) if x is None else x
+                    for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
+        return m  # type: ignore[return-value]
+
+    def actuals(self) -> list[int]:
+        """`actual(i)` of every replica, in index order."""
+        if self.memory is None:
+            return self.matches()
+        return [self.actual(i) for i in range(len(self.replicas))]
+
+    def backlog(self, i: int) -> float:
+        """Seconds of work ahead of the request on replica `i`."""
+        return self.backlogs()[i]
+
+    def backlogs(self) -> list[float]:
+        """`backlog(i)` of every replica, in index order (worked out once per decision)."""
+        b = self._backlogs
+        if b is None:
+            now, replicas = self.now, self.replicas
+            fleet = getattr(type(replicas[0]), "backlogs", None) if replicas else None  # one pass, if the class has it
+            b = self._backlogs = fleet(replicas, now) if fleet is not None else [r.backlog(now) for r in replicas]
+        return b
+
+    def in_flight(self, i: int) -> int:
+        """Requests queued or running on replica `i`."""
+        return self.replicas[i].in_flight()
+
+    def tree_tokens(self, i: int) -> int:
+        """How big the router believes replica `i`'s tree is, in tokens."""
+        if self.memory is None:
+            return self.replicas[i].tree.total_tokens
+        return self.memory.tokens(i, self.now)
+
+    def least_loaded(self) -> int:
+        """The replica with the least backlog (ties: least recently routed, then lowest index)."""
+        b = self.backlogs()
+        least = min(b)
+        if b.count(least) == 1:
+            return b.index(least)
+        return self._tie_break([i for i, x in enumerate(b) if x == least])
+
+    def fewest_in_flight(self) -> int:
+        """The replica with the fewest requests in flight (ties: as `least_loaded`)."""
+        b = self.backlogs()
+        return min(self.replicas, key=lambda r: (r.in_flight(), b[r.index], r.last_routed, r.index)).index
+
+    def longest_match(self) -> int:
+        """The replica believed to hold the longest prefix (ties: least backlog, then as everywhere)."""
+        matched = self.matches()
+        top = max(matched)
+        if matched.count(top) == 1:
+            return matched.index(top)
+        tied = [i for i, m in enumerate(matched) if m == top]
+        if len(tied) > 1:
+            b = self.backlogs()
+            least = min(b[i] for i in tied)
+            tied = [i for i in tied if b[i] == least]
+        return self._tie_break(tied)
+
+    def _tie_break(self, tied: list[int]) -> int:
+        """Of replicas tied on what the router compares, the one routed to least recently, then the lowest index."""
+        if len(tied) == 1:
+            return tied[0]
+        replicas = self.replicas
+        return min([(replicas[i].last_routed, i) for i in tied])[1]  # no key function: no call per replica
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def _top_two(values: list[int]) -> tuple[int, int]:
+    """The largest value and the second largest (equal to it if it occurs twice; 0 if there is one value)."""
+    first = second = 0
+    for v in values:
+        if v > first:
+            first, second = v, first
+        elif v > second:
+            second = v
+    return first, second
+
+
+
+
+
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
