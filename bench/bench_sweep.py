@@ -1,4 +1,4 @@
-"""The README's sweep, timed on every local core and on a local Dask cluster, and its plot as docs/sweep.png.
+"""The sweep on docs/traffic.md, timed on every local core and on a local Dask cluster, and its plot as docs/sweep.png.
 
     python bench/bench_sweep.py [--no-dask] [--no-screenshot]
 

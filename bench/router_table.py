@@ -3,7 +3,7 @@
 
     python bench/router_table.py [--set key=value ...]
 
-Prints a Markdown table (README's router table is this output): hit rate,
+Prints a Markdown table (the table on docs/routers.md is this output): hit rate,
 TTFT p50 and p99, prefill GPU-seconds and, for the approximate view, the
 share of the tokens the router believed cached that were not there.
 """

@@ -1,4 +1,4 @@
-"""Take the README's shot of the workshop room's facilitator page, with a small room playing.
+"""Take the docs' shot of the workshop room's facilitator page, with a small room playing.
 
     .venv/bin/python scripts/screenshot_room.py [--site site] [--out docs/screens/room-facilitator.png]
 

@@ -1,4 +1,4 @@
-"""Take the README's screenshots: the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission,
+"""Take the docs' screenshots (docs/screens, docs/figures): the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission,
 and every figure as an embed shows it, at an article's column width and a phone's.
 
     .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens] [--figures docs/figures]

@@ -1,4 +1,4 @@
-"""An embed tells its parent its height: in an article on another origin, with README's snippet, each figure's
+"""An embed tells its parent its height: in an article on another origin, with the docs' snippet, each figure's
 iframe ends where its content ends (within 2 px), also when the content grows after the first report (the
 frame starts at 300 px and the embed grows as Bokeh lays it out).
 

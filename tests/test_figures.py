@@ -332,9 +332,9 @@ def test_the_authors_guide_has_a_snippet_and_a_screenshot_for_every_figure():
 
     from lab.page.figures import embed_figures
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    guide = (root / "docs" / "embedding.md").read_text(encoding="utf-8")  # "Embedding in an article"
     for name in embed_figures():
-        assert f'src="https://your-site.example/prefix-lab/embed.html?figure={name}"' in readme, name
-        assert f"(docs/figures/{name}-720.png)" in readme, name
+        assert f'src="https://your-site.example/prefix-lab/embed.html?figure={name}"' in guide, name
+        assert f"](figures/{name}-720.png)" in guide, name
         assert (root / "docs" / "figures" / f"{name}-720.png").is_file() and \
             (root / "docs" / "figures" / f"{name}-390.png").is_file(), name

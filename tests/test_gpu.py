@@ -129,7 +129,7 @@ def test_a_measured_prefill_has_a_floor_and_attention_that_grows_with_the_square
     extra = [p.prefill_s(n) / m.non_attention_s(n) - 1 for n in (1_000, 10_000, 30_000)]  # type: ignore[union-attr]
     assert extra[0] < extra[1] < extra[2]
     # 30,000 tokens on a 14B model: attention does 56% as many FLOPs as the rest, at FlashAttention-2's 335 TFLOP/s
-    # on an H100 (the README: FlashAttention-3's 616 would make it about 57%), about half the rate of the matmuls
+    # on an H100 (docs/gpus.md: FlashAttention-3's 616 would make it about 57%), about half the rate of the matmuls
     assert 0.9 < extra[2] < 1.2
     # a cached prefix is read by the new tokens' attention: the article's arithmetic has no such term
     assert p.prefill_s(900, 29_100) > p.prefill_s(900)

@@ -80,7 +80,7 @@ def test_presets_lists_each_with_its_source_and_the_link_that_opens_it(capsys):
 def test_round_robin_finds_a_conversation_about_as_rarely_as_the_note_says(table):
     rr = rows(table)["round_robin"]["request_hit_rate"]
     # one replica of 8 holds a conversation: 1 in 8 if round robin landed at random. With no think time the
-    # closed loop lands users back 19.5% of the time (README says why): within 1.6x of the note's 12.5%;
+    # closed loop lands users back 19.5% of the time (docs/reproductions.md says why): within 1.6x of the note's 12.5%;
     assert NOTE_RR / 1.5 <= rr <= NOTE_RR * 1.6
     # users who think for a second land back as chance would, and the note's factor 1.5 holds
     thinking = simulate(scenario_of("kv-locality-note").with_text({"router.kind": "round_robin", "traffic.think_s": "1"}))
@@ -93,7 +93,7 @@ def test_cache_aware_routing_finds_most_prefixes_and_answers_sooner_but_the_fall
     r = rows(table)
     # On the measured A100 (issue 27) prefill is cheap beside decode, so the seed's router, which weighs only
     # queued prefill, seldom spills: it finds far more than round robin and answers sooner at the median, but
-    # two replicas take most conversations and it serves fewer a second (README: where and why the figures differ)
+    # two replicas take most conversations and it serves fewer a second (docs/reproductions.md: where and why the figures differ)
     assert r["cache_aware"]["request_hit_rate"] > 0.7 > 3 * r["round_robin"]["request_hit_rate"]
     assert r["cache_aware"]["ttft_p50_ms"] < r["round_robin"]["ttft_p50_ms"]
     assert r["prefix_load_aware"]["throughput_rps"] > max(r["cache_aware"]["throughput_rps"],

@@ -205,7 +205,7 @@ def test_cli_score_says_the_share_of_swept_setups_it_beats(capsys):
         assert out["beats"] == beats(dist, measure(mission, scenario, run_mission(mission, scenario)))["beats"]
         assert out["swept"] == 16 and "more stars first" in out["beats_rule"]
         shares.append(out["beats"])
-    assert shares == [4 / 16, 13 / 16, 15 / 16]  # as README says: 25%, 81%, 94%
+    assert shares == [4 / 16, 13 / 16, 15 / 16]  # as docs/missions.md says: 25%, 81%, 94%
     assert main(["score", "--mission", "cache-on", "--set", "fleet.replicas=2", "--set", "fleet.cache=true"]) == 0
     assert re.search(r"beats \d+% of the 16 setups swept", capsys.readouterr().out)
 
@@ -224,9 +224,9 @@ def test_the_sweep_runs_trace_missions_on_their_trace():
     assert expected in stored["setups"] and expected["stars"] == 3
 
 
-def test_the_readme_table_lists_every_mission_in_order_with_its_grid_size():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (\d+) \| `([a-z-]+)` \| [^|]+ \| (lab|serving)[^|]* \| (\d+) \|", readme, flags=re.M)
+def test_the_docs_table_lists_every_mission_in_order_with_its_grid_size():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "missions.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| `([a-z-]+)` \| [^|]+ \| (lab|serving)[^|]* \| (\d+) \|", page, flags=re.M)
     assert [(int(n), i, int(size)) for n, i, _, size in rows] == [
         (n, m.id, len(m.setups())) for n, m in enumerate(MISSIONS, 1)]
     assert [mode for *_, mode, _ in rows] == ["serving" if m.start.fleet.decode else "lab" for m in MISSIONS]

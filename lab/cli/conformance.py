@@ -197,7 +197,7 @@ def replay(header: dict[str, Any], decisions: list[dict[str, Any]], policy: str 
 def add_conformance_verb(verbs: Any) -> Any:
     """Register `prefix-lab conformance`; the CLI sets what runs it."""
     p = verbs.add_parser("conformance", help="replay a real router's recorded decisions through the lab's policy",
-                         description="Replay a decision file recorded from a real router (see README) through the "
+                         description="Replay a decision file recorded from a real router (see docs/routers.md) through the "
                                      "lab's policy and count the decisions it makes the same way. The last line "
                                      "reads 'agree N of M'.")
     p.add_argument("policy", choices=tuple(POLICIES), help="the lab's policy to replay through (sglang for "

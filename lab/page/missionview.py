@@ -354,7 +354,8 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
                   'names. One star for the goal, three for doing it with less.</p>'
                   '<details class="facilitator"><summary>Running a workshop?</summary><p>Add '
                   '<code>#unlock=all</code> to the page\'s address (or <code>&amp;unlock=all</code> after a '
-                  'setup) to open every mission for the room. Progress stays in each browser.</p></details>')
+                  'setup) to open every mission for the room. Progress stays in each browser. '
+                  '<a href="docs/workshop.html">The workshop guide</a> has the rest.</p></details>')
         return head + listed + f'<div class="mission-detail">{detail}</div>'
     return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario, teach)}</div>'
 

@@ -12,6 +12,7 @@ any static server:
                              precompiled to .pyc (lab/site/stdlib.py)
     wheels/                  this project's pure-Python wheel (model, missions, lab)
     mission-sweeps.json      every mission's swept setups and their figures (lab/site/missionsweep.py)
+    docs/                    the documentation site, built by MkDocs from docs/ (lab/site/docsite.py)
     build.json               what was built from what, every file's size and sha256,
                              the sha256 of each page's inline scripts (for the CSP),
                              and `assets`: each asset's hashed name
@@ -46,6 +47,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from lab.site import docsite
 from lab.site.assets import hash_file, hash_folder
 from lab.site.snapshot import SnapshotError, write_snapshot
 from lab.site.stdlib import StdlibError, write_stdlib
@@ -96,6 +98,7 @@ def version() -> str:
 def _sources() -> list[Path]:
     files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
     files += [STATIC / name for name in sorted(os.listdir(STATIC))]
+    files += docsite.sources()  # the documentation site, built into docs/ (lab/site/docsite.py)
     return files + [ROOT / "scripts" / "pyc_stdlib.mjs", ROOT / "scripts" / "snapshot.mjs"]
 
 
@@ -115,7 +118,7 @@ def source_stamp() -> str:
     for path in (p for paths in shared_profiles().values() for p in paths):  # the measured points the page embeds
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
-    digest.update(f"bokeh {bokeh.__version__} panel {panel.__version__} {version()}".encode())
+    digest.update(f"bokeh {bokeh.__version__} panel {panel.__version__} {version()} {docsite.versions()}".encode())
     return digest.hexdigest()
 
 
@@ -198,6 +201,11 @@ def _fill(folder: Path, pyodide: Path) -> None:
     from lab.site.missionsweep import write_distributions  # every mission's sweep, cached by the model's digest
     for note in write_distributions(folder):
         print(f"prefix-lab build: {note}", file=sys.stderr)
+    try:
+        for note in docsite.write_docs(folder / "docs"):
+            print(f"prefix-lab build: {note}", file=sys.stderr)
+    except docsite.DocsError as exc:
+        raise BuildError(str(exc)) from None
     _precompress(folder)
     files = {path.relative_to(folder).as_posix(): [path.stat().st_size, _sha256(path)]
              for path in sorted(folder.rglob("*")) if path.is_file()}
@@ -206,7 +214,7 @@ def _fill(folder: Path, pyodide: Path) -> None:
         "snapshot": snapshot,
         "pyodide": json.loads((pyodide / "package.json").read_text())["version"],
         "inline_scripts": {name: inline_script_hashes((folder / name).read_text(encoding="utf-8"))
-                           for name in PAGES},
+                           for name in (*PAGES, *docsite.inline_script_pages(folder))},
         "files": files,
     }, indent=1), encoding="utf-8")
 

@@ -553,11 +553,15 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
     """Each figure as root `chart_<name>`; with `beside`, each article figure's own controls as `ctl_<name>`."""
     for name, fig in figures(view).items():
         template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
+    beside_names = []
     if beside:
         for f in ARTICLE_FIGURES:
             ctl = FIGURE_CONTROLS[f.name](view) if f.name in FIGURE_CONTROLS else controls(beside=f.name)
+            if not ctl.objects:  # all its controls are the fleet's: no root for it (an empty one is Bokeh's W-1002)
+                continue
             _apply_widget_values(ctl, view)
             template.add_panel(f"ctl_{f.name}", ctl)
+            beside_names.append(f.name)
     if not beside:  # an embed shows a figure's own widgets (not scenario controls) with the figure
         for name, make in FIGURE_CONTROLS.items():
             template.add_panel(f"ctl_{name}", make(view))
@@ -565,6 +569,7 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
     template.add_variable("article_figures", [(f.name, f.title) for f in ARTICLE_FIGURES])
     template.add_variable("embed_figures", EMBED_FIGURES)
     template.add_variable("figure_controls", tuple(FIGURE_CONTROLS))
+    template.add_variable("beside_controls", tuple(beside_names))
 
 
 # -- the radix tree, drawn ------------------------------------------------------------------

@@ -4,7 +4,7 @@ bench/bench_embed_fit.py).
 
 `ArticleServer` serves article pages from its own port on 127.0.0.1, so the article and the lab are on two
 origins, as on a real site. `article_html` writes such a page: some prose, then one iframe per embed URL,
-with README's snippet for several embeds sizing each frame to the height its embed reports.
+with the docs' snippet for several embeds (docs/embedding.md) sizing each frame to the height its embed reports.
 
 `serve_as_built` serves a built site as it is, without rebuilding it (`prefix-lab serve` would rebuild a site
 built from other sources, which a benchmark comparing two versions must not).
@@ -37,7 +37,7 @@ __all__ = ["CONTENT_HEIGHT", "SNIPPET", "ArticleServer", "Fetch", "RecordingProx
 # and refused by the proxy like anything else, but not counted against the page.
 BROWSER_SERVICES = (".googleapis.com:443", ".gstatic.com:443", ".google.com:443")
 
-# README's parent-page snippet for several embeds: each frame takes the height its own embed reports.
+# The docs' parent-page snippet (docs/embedding.md) for several embeds: each frame takes the height its own embed reports.
 SNIPPET = """addEventListener("message", (e) => {
   if (!e.data || e.data.type !== "prefix-lab:height") return;
   for (const frame of document.querySelectorAll("iframe.prefix-lab"))
