@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_docs_build_strictly_and_quietly(tmp_path):
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about its own future (lab/docsite.py)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about its own future (lab/site/docsite.py)
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
                            "--config-file", str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "out")],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -59,3 +59,22 @@ def test_the_built_site_ships_the_docs_with_their_inline_scripts_hashed(server):
         hashes = inline_script_hashes((site / name).read_text(encoding="utf-8"))
         assert hashes and built["inline_scripts"][name] == hashes, name
         assert name in built["files"]
+
+
+def test_the_layout_page_names_every_package_and_module_there_is():
+    """docs/internals/layout.md keeps up with the tree: a package or module it does not list, or one it lists that
+    is gone, fails here (its tables are one row a module, under a heading per package)."""
+    page = (ROOT / "docs" / "internals" / "layout.md").read_text(encoding="utf-8")
+    listed: dict[str, set[str]] = {}
+    package = None
+    for line in page.splitlines():
+        if m := re.fullmatch(r"### `([\w/]+)/`", line):
+            package = listed.setdefault(m.group(1), set())
+        elif package is not None and (m := re.match(r"\| `(\w+)` \|", line)):
+            package.add(m.group(1))
+    there = {}
+    for top in ("model", "missions", "lab"):
+        for init in (ROOT / top).rglob("__init__.py"):
+            folder = init.parent
+            there[folder.relative_to(ROOT).as_posix()] = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    assert listed == there

@@ -332,12 +332,11 @@ def _write_pages(out: Path, assets: dict[str, str]) -> None:
     import panel
     from bokeh.resources import Resources
 
-    from model import Scenario
-
-    from lab.site.layout import embed_page, lab_page
-    from lab.site.pagedocs import PageDocsError, split_documents
     from lab.page.presets import preset_rows
     from lab.page.view import METRICS, render
+    from lab.site.layout import embed_page, lab_page
+    from lab.site.pagedocs import PageDocsError, split_documents
+    from model import Scenario
 
     view = render(Scenario())
     dom = view["patches"]["dom"]

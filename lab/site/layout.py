@@ -45,8 +45,6 @@ from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from model import SLO_SHARE, Scenario
-
 from lab.page.controls import CONTROLS, EVENT_INPUTS, Control
 from lab.page.figures import (
     ARTICLE_FIGURES,
@@ -60,6 +58,7 @@ from lab.page.figures import (
     replica_colour,
 )
 from lab.page.missionview import GUESS_INPUT, GUESS_RANGE
+from model import SLO_SHARE, Scenario
 
 __all__ = ["embed_page", "lab_page"]
 

@@ -37,11 +37,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from missions import BEATS_RULE, MISSIONS, Mission, distribution, find_mission, measure, truth_of
-
-from lab.site.stdlib import cache_dir
 from lab.common.tracemission import mission_lines, run_mission, traces_dir
 from lab.common.traces import CommandError
+from lab.site.stdlib import cache_dir
+from missions import BEATS_RULE, MISSIONS, Mission, distribution, find_mission, measure, truth_of
 
 __all__ = ["SHIPPED", "SITE_FILE", "distributions", "stamp", "sweep_points", "write_distributions", "write_shipped"]
 

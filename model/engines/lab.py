@@ -11,18 +11,17 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import NamedTuple
 
 from model.config import Scenario
 from model.engines.replica import Replica, Served
+from model.engines.shell import RunShell
 from model.gpus.hardware import Profile
-from model.gpus.profile import profile_of
-from model.loop import ARRIVE, FINISH, SAMPLE, EventLoop
+from model.loop import FINISH
 from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
-from model.routing.dispatch import Dispatcher, held_elsewhere
-from model.sources.closed import looped_source
+from model.routing.dispatch import held_elsewhere
 from model.sources.traffic import Request, generate
 from model.studies.explainers import fetch_plan, fleet_link
 
@@ -31,37 +30,32 @@ __all__ = ["Run"]
 _REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
 
 
-class Run:
-    """One scenario in progress: its replicas, router, event loop and what has been served.
+class Run(RunShell):
+    """One lab-mode scenario in progress: its replicas and what has been served, on the shell of every run.
 
     `step()` runs one event, so tests can look at the fleet between events;
     `finish()` runs the rest and measures.
     """
 
-    __slots__ = ("scenario", "profile", "notes", "requests", "replicas", "dispatch", "loop", "served", "bin_s",
-                 "backlog", "in_use", "cached", "evicted", "arrived", "_source", "_stream", "agents", "link", "_tally")
+    __slots__ = ("requests", "replicas", "served", "backlog", "in_use", "cached", "evicted", "arrived", "link",
+                 "_tally")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None, keep_records: bool = True,
                  on_record: Callable[[RequestRecord], None] | None = None) -> None:
         fleet = scenario.fleet
-        self.scenario = scenario
-        self.profile, self.notes = profile_of(scenario)  # the lab preset: fleet.* speed, 8,192 tokens per GB
+        RunShell.__init__(self, scenario, requests, limit)  # the lab preset: fleet.* speed, 8,192 tokens per GB
         if fleet.prefill_replicas or fleet.decode_replicas:
             self.notes += ("fleet.prefill_replicas and fleet.decode_replicas split serving mode's replicas: lab mode "
                            "has no decode to split off",)
         if fleet.queue_order != "fcfs":
             self.notes += (f"fleet.queue_order={fleet.queue_order} is modelled in serving mode only: lab mode's "
                            "replicas serve first come first served",)
-        # agent runs and closed users send each request when the one before is answered (model/sources/agents.py,
-        # model/sources/closed.py); chat is a fixed list
-        self.agents = looped_source(scenario, limit) if requests is None else None
+        # agent runs and closed users send as they are answered; chat is a fixed list
         if self.agents is not None:
             self.requests: Iterable[Request] = self.agents.sent  # grows as calls are sent
         else:
             self.requests = generate(scenario, limit) if requests is None else requests
-        self._source = iter(()) if self.agents is not None else iter(self.requests)  # requests not yet arrived
-        self._stream = not isinstance(self.requests, Sequence)  # an iterator (a trace being read), not a list
         self.arrived = 0
         p = self.profile
         timing = p.prefill_s if p.measured is not None else None  # a measured GPU prices each pass itself
@@ -71,11 +65,8 @@ class Run:
         if self.link is not None:
             for r in self.replicas:
                 r.fetcher = self._fetch
-        self.dispatch = Dispatcher(scenario, force)
-        self.notes += self.dispatch.notes
-        self.loop = EventLoop()
+        self._route_with(scenario, force)
         self.served: list[Served] = []  # every served request, if it keeps them (else measured as served)
-        self.bin_s = scenario.duration_s / BINS
         # a run that keeps its records measures them at the end; one that streams, as each is served
         self._tally = None if keep_records and on_record is None else \
             _Tally(scenario, fleet.replicas, self.bin_s, self.profile, keep_records, on_record)
@@ -86,14 +77,8 @@ class Run:
         if self.agents is not None:
             self.agents.attach(self.loop, self._route)
         else:
-            first = next(self._source, None)
-            if first is not None:
-                self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
-        self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
-
-    def step(self) -> bool:
-        """Run the next event; False once none is left."""
-        return self.loop.advance()
+            self._play(self.requests)
+        self._start_sampling()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
@@ -130,15 +115,6 @@ class Run:
         peer = max((r.tree.peek(keys) for r in self.replicas if r is not replica), default=0)
         return fetch_plan(self.profile, peer - matched, self.link)
 
-    def _arrive(self, request: Request) -> None:
-        following = next(self._source, None)
-        if following is not None:  # arrivals are sorted: keep only the next one on the heap
-            loop = self.loop
-            if following.arrival_s < loop.now:  # as loop.at checks (a trace read as a stream may be out of order)
-                loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # raises
-            loop.push(following.arrival_s, ARRIVE, self._arrive, (following,))
-        self._route(request)
-
     def _route(self, request: Request) -> None:
         replicas, loop = self.replicas, self.loop
         self.arrived += 1
@@ -149,14 +125,12 @@ class Run:
         if replica.running is None:
             self._start(replica)
 
-    def _sample(self, b: int) -> None:
+    def _sample_replicas(self, now: float) -> None:
         for r in self.replicas:
-            self.backlog[r.index].append(round(r.backlog(self.loop.now), 4))
+            self.backlog[r.index].append(round(r.backlog(now), 4))
             self.in_use[r.index].append(r.tree.locked_tokens)
             self.cached[r.index].append(r.tree.total_tokens - r.tree.locked_tokens)
             self.evicted[r.index].append(r.tree.evicted_tokens)
-        if b < BINS:
-            self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
 def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: list[Replica],

@@ -11,12 +11,12 @@ arrivals, then the series sample at a bin edge. The run goes on until every
 session has sent its last turn and every answer is out.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from model.config import Scenario
 from model.engines.serving import Seq, ServingReplica
-from model.gpus.profile import profile_of
-from model.loop import ARRIVE, SAMPLE, EventLoop
+from model.engines.shell import RunShell
+from model.loop import ARRIVE
 from model.metrics import (
     BINS,
     RequestRecord,
@@ -30,8 +30,7 @@ from model.metrics import (
     ratio,
     slo_shares,
 )
-from model.routing.dispatch import Dispatcher, held_elsewhere
-from model.sources.closed import looped_source
+from model.routing.dispatch import held_elsewhere
 from model.sources.sessions import ChatSessions
 from model.sources.traffic import Request
 from model.studies.explainers import fetch_s, link_bytes_per_s
@@ -39,29 +38,23 @@ from model.studies.explainers import fetch_s, link_bytes_per_s
 __all__ = ["ServingRun"]
 
 
-class ServingRun:
-    """One serving-mode scenario in progress; `step()` runs one event, `finish()` the rest and measures."""
+class ServingRun(RunShell):
+    """One serving-mode scenario in progress, on the shell of every run; `step()` runs one event, `finish()` the
+    rest and measures."""
 
-    __slots__ = ("scenario", "profile", "notes", "source", "requests", "replicas", "dispatch", "loop", "served",
-                 "rejected", "sent", "bin_s", "backlog", "running", "cached", "pinned", "evicted", "_pending", "_stream", "agents",
-                 "fleet", "decoders", "link", "handoff_s", "incoming")
+    __slots__ = ("source", "requests", "replicas", "served", "rejected", "sent", "backlog", "running", "cached",
+                 "pinned", "evicted", "fleet", "decoders", "link", "handoff_s", "incoming")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None) -> None:
         fleet = scenario.fleet
-        self.scenario = scenario
-        self.profile, self.notes = profile_of(scenario)
+        RunShell.__init__(self, scenario, requests, limit)
         if fleet.fetch != "off":
             self.notes += (f"fleet.fetch={fleet.fetch} is modelled in lab mode only: this serving run recomputes "
                            "what a peer holds",)
-        # agent runs and closed users (model/sources/agents.py, model/sources/closed.py) send each request when the one before is
-        # answered, as chat sessions do
-        self.agents = looped_source(scenario, limit) if requests is None else None
+        # agent runs and closed users send each request when the one before is answered, as chat sessions do
         self.source = ChatSessions(scenario, limit) if requests is None and self.agents is None else None
         self.requests = requests
-        self._pending = iter(requests if requests is not None else ())  # given requests not yet sent
-        self._stream = requests is not None and not isinstance(requests, Sequence)  # a trace being read
-        self.loop = EventLoop()
         budget = self.profile.tokens_in(fleet.memory_gb)
         split = scenario.split
         if not split and (fleet.prefill_replicas or fleet.decode_replicas):
@@ -90,12 +83,10 @@ class ServingRun:
         if fleet.queue_order == "longest_prefix_first":  # the routed replicas only: a decode replica's queue is
             for r in self.replicas:  # handed-over sequences with nothing left to match
                 r.guard_s = fleet.queue_guard_s
-        self.dispatch = Dispatcher(scenario, force)
-        self.notes += self.dispatch.notes
+        self._route_with(scenario, force)
         self.served: list[Seq] = []
         self.rejected: list[Request] = []
         self.sent = 0  # requests sent so far: the next one's id
-        self.bin_s = scenario.duration_s / BINS
         n = len(self.fleet)
         self.backlog: list[list[float]] = [[] for _ in range(n)]  # [replica][bin], at bin end
         self.running: list[list[int]] = [[] for _ in range(n)]
@@ -108,13 +99,9 @@ class ServingRun:
                 r.on_first = self._first
         elif self.source is not None and self.source.sessions:
             self.loop.at(self.source.sessions[0].start_s, ARRIVE, self._start_session, 0)
-        elif (first := next(self._pending, None)) is not None:
-            self.loop.at(first.arrival_s, ARRIVE, self._replay, first)
-        self.loop.at(self.bin_s, SAMPLE, self._sample, 1)
-
-    def step(self) -> bool:
-        """Run the next event; False once none is left."""
-        return self.loop.advance()
+        elif requests is not None:
+            self._play(requests)
+        self._start_sampling()
 
     def finish(self) -> Result:
         """Run every event left and measure the run."""
@@ -130,12 +117,6 @@ class ServingRun:
 
     def _send(self, session: int, turn: int) -> None:
         request = self.source.request(self.sent, session, turn, self.loop.now)  # type: ignore[union-attr]
-        self._route(request)
-
-    def _replay(self, request: Request) -> None:
-        following = next(self._pending, None)
-        if following is not None:  # arrivals are sorted: keep only the next one on the heap
-            self.loop.at(following.arrival_s, ARRIVE, self._replay, following)
         self._route(request)
 
     def _route(self, request: Request) -> None:
@@ -182,8 +163,7 @@ class ServingRun:
             if gap is not None:
                 self.loop.at(self.loop.now + gap, ARRIVE, self._send, r.session, r.turn + 1)
 
-    def _sample(self, b: int) -> None:
-        now = self.loop.now
+    def _sample_replicas(self, now: float) -> None:
         for r in self.fleet:
             running, cached = r.kv_split(now)
             self.backlog[r.index].append(round(r.backlog(now), 4))
@@ -191,8 +171,6 @@ class ServingRun:
             self.cached[r.index].append(cached)
             self.pinned[r.index].append(r.tree.locked_tokens)
             self.evicted[r.index].append(r.tree.evicted_tokens)
-        if b < BINS:
-            self.loop.at((b + 1) * self.bin_s, SAMPLE, self._sample, b + 1)
 
 
 def _measure(run: ServingRun) -> Result:
