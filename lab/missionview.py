@@ -447,7 +447,7 @@ def _hints(mission: Mission, verdict: Verdict, teach: Teach) -> str:
     if not mission.hints or teach.asking:
         return ""
     shown = mission.hints[:teach.hints]
-    listed = ('<ol class="hints" aria-label="Hints">' + "".join(f"<li>{html.escape(h)}</li>" for h in shown) + "</ol>"
+    listed = ('<ol class="hints" aria-label="Hints">' + "".join(f"<li>{html.escape(h.text)}</li>" for h in shown) + "</ol>"
               if shown else "")
     offer = ('<p class="offer">Two minutes and not passed yet: a hint is here if you want one.</p>'
              if teach.offer and not shown and not verdict.passed else "")

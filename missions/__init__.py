@@ -12,6 +12,7 @@ from .catalog import MISSIONS, check_catalog, find_mission, unlocked
 from .grid import Block
 from .scoring import (
     FIGURES,
+    Hint,
     Mission,
     Prediction,
     Threshold,
@@ -23,6 +24,6 @@ from .scoring import (
 )
 from .sweep import BEATS_RULE, beats, beats_rule, distribution, grid_keys, measure, truth_of
 
-__all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Block", "Mission", "Prediction", "Threshold", "Verdict", "beats", "beats_rule",
+__all__ = ["BEATS_RULE", "FIGURES", "MISSIONS", "Block", "Hint", "Mission", "Prediction", "Threshold", "Verdict", "beats", "beats_rule",
            "changed_fixed_keys", "check_catalog", "distribution", "figures", "find_mission", "grid_keys", "measure",
            "score", "truth_of", "unearnable", "unlocked"]

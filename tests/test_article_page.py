@@ -123,7 +123,7 @@ def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_ord
     for n, name in ((1, "A hint"), (2, "Another hint")):
         page.get_by_role("button", name=name).click()
         page.wait_for_function(f"({READY}) && document.querySelectorAll('.hints li').length === {n}", timeout=30_000)
-    assert page.locator(".hints li").all_inner_texts() == list(find_mission("round-robin").hints[:2])
+    assert page.locator(".hints li").all_inner_texts() == [h.text for h in find_mission("round-robin").hints[:2]]
     page.wait_for_function("document.querySelector('#landscape:not([hidden]) .standing, .standing') !== null",
                            timeout=30_000)  # the build's sweep, fetched once the mission opened
     assert page.locator("#landscape").is_visible()

@@ -73,7 +73,7 @@ def test_hints_come_one_at_a_time_in_order_and_are_offered_after_two_minutes(mon
     for n in range(1, len(mission.hints) + 2):
         later = play(later, action={"type": "hint"})
         shown = re.findall(r"<li>(.*?)</li>", panel(later).split('class="hints"')[1].split("</ol>")[0])
-        assert [h.replace("&#x27;", "'") for h in shown] == list(mission.hints[:n])
+        assert [h.replace("&#x27;", "'") for h in shown] == [h.text for h in mission.hints[:n]]
     assert "Another hint" not in panel(later) and f"hint={len(mission.hints)}" in later["hash"]
 
 
