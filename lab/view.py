@@ -778,7 +778,7 @@ def patches(state: State, derived: Derived) -> dict:
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
         **compare.base_patches(derived.base_result),
-        **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
+        **compare.axes_patches(_locked_axes(state, derived), derived.result, derived.base_result),
     }
     context = Context(scenario, derived.result, run, state.page)
     text = scenario.to_text()
