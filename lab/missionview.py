@@ -328,9 +328,11 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
     for n, m in enumerate(MISSIONS, 1):
         stars = progress.get(m.id, 0)
         picked = mission is not None and m.id == mission.id
-        name = f"{n}. {m.title}, {stars} of 3 stars"
+        after = _opens_after(n, m)
+        name = f"{n}. {m.title}, {stars} of 3 stars" + (f", {after}" if after else "")
         shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}</span> ' \
-                f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>'
+                f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>' + \
+                (f' <span class="after" aria-hidden="true">{html.escape(after)}</span>' if after else "")
         if m.id in open_ids:
             items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
                          f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(picked).lower()}" '
@@ -358,6 +360,16 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
                   'setup) to open every mission for the room. Progress stays in each browser.</p></details>')
         return head + listed + f'<div class="mission-detail">{detail}</div>'
     return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario, teach)}</div>'
+
+
+def _opens_after(n: int, mission: Mission) -> str:
+    """'opens after 3' when the mission opens on a star in missions other than the one listed just before it
+    (mission 13 builds on mission 3's routing, not on mission 12): the list says why it is open early."""
+    before = MISSIONS[n - 2].id if n >= 2 else None
+    if not mission.requires or list(mission.requires) == [before]:
+        return ""
+    numbers = [str(i) for i, m in enumerate(MISSIONS, 1) if m.id in mission.requires]
+    return "opens after " + " and ".join(numbers)
 
 
 def _reset(play: Play) -> str:
