@@ -71,3 +71,26 @@ def test_labels_of_events_starting_together_go_on_rows_of_their_own():
     events = handle({"hash": "events=burst@60+30x3,surge@62+40,timestamp@150"})["patches"]["bokeh"]["src:events"]
     rows = events["data"]["label_y"]
     assert rows[0] != rows[1] and rows[2] == rows[0] == 1
+
+
+SERVING = "fleet.decode=true&hardware.preset=codellama13b_a100&fleet.memory_gb=4"
+
+
+def test_serving_modes_readout_says_when_its_last_turn_arrived():
+    answer = handle({"hash": SERVING})
+    readout = answer["patches"]["dom"]["#readout"]["text"]
+    arrived = [float(t.replace(",", "")) for t in re.findall(r"<td>([\d,.]+) s</td>",
+                                                              answer["patches"]["dom"]["#slowest"]["html"])]
+    assert arrived and max(arrived) > 180  # turns that waited for their answers arrive after the 180 s
+    last = float(re.search(r"the last arrived at ([\d,.]+) s", readout).group(1).replace(",", ""))
+    assert "sessions starting in the first 180 s" in readout and max(arrived) <= last
+    assert "requests in 180 s" in handle({"hash": ""})["patches"]["dom"]["#readout"]["text"]  # lab mode: as before
+
+
+def test_the_load_strip_counts_the_wait_for_room_in_the_batch_beside_the_queued_work():
+    answer = handle({"hash": SERVING})
+    caption = answer["patches"]["dom"]["#cap-load"]["text"]
+    work = float(re.search(r"longest queue was ([\d,.]+) s of work", caption).group(1).replace(",", ""))
+    waited = float(re.search(r"waited up to ([\d,.]+) s", caption).group(1).replace(",", ""))
+    p50 = float(answer["summary"]["ttft_p50_ms"]) / 1000
+    assert work < p50 <= waited + 1  # the wait it names covers the median TTFT; the queued work does not
