@@ -330,9 +330,9 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
         picked = mission is not None and m.id == mission.id
         after = _opens_after(n, m)
         name = f"{n}. {m.title}, {stars} of 3 stars" + (f", {after}" if after else "")
-        shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}</span> ' \
-                f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>' + \
-                (f' <span class="after" aria-hidden="true">{html.escape(after)}</span>' if after else "")
+        note = f' <span class="after" aria-hidden="true">{html.escape(after)}</span>' if after else ""
+        shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}{note}</span> ' \
+                f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>'
         if m.id in open_ids:
             items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
                          f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(picked).lower()}" '
