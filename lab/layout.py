@@ -514,7 +514,8 @@ def landscape(view: dict) -> Any:
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(data[name]["data"], name=name)
                for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
-    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
+    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None,
+               x_range=Range1d(name="xr:land", **data["xr:land"]), y_range=Range1d(name="yr:land", **data["yr:land"]))
     f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
     f.xaxis.axis_label, f.yaxis.axis_label = data["ax:land_x"]["axis_label"], data["ax:land_y"]["axis_label"]
     f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
