@@ -329,8 +329,8 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
         stars = progress.get(m.id, 0)
         picked = mission is not None and m.id == mission.id
         after = _opens_after(n, m)
-        name = f"{n}. {m.title}, {stars} of 3 stars" + (f", {after}" if after else "")
-        note = f' <span class="after" aria-hidden="true">{html.escape(after)}</span>' if after else ""
+        name = f"{n}. {m.title}{' ' + after if after else ''}, {stars} of 3 stars"  # the visible words first
+        note = f' <span class="after">{html.escape(after)}</span>' if after else ""
         shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}{note}</span> ' \
                 f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>'
         if m.id in open_ids:

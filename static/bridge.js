@@ -549,14 +549,16 @@ function exactValue(target) {
   const slider = target.noUiSlider;
   if (!slider || target.dataset.exactValue) return;
   target.dataset.exactValue = "true";
-  const exact = () => {
+  const update = () => {
     const values = [].concat(slider.get(true));
     target.querySelectorAll("[role=slider]").forEach((handle, i) => {
-      if (i < values.length) handle.setAttribute("aria-valuenow", String(Number(values[i])));
+      if (i >= values.length) return;
+      const exact = Number(values[i]);  // noUiSlider's own text stays where it is already exact ("8.0")
+      if (Number(handle.getAttribute("aria-valuenow")) !== exact) handle.setAttribute("aria-valuenow", String(exact));
     });
   };
-  slider.on("update.exact", exact);
-  exact();
+  slider.on("update.exact", update);
+  update();
 }
 
 // -- talking to the worker --------------------------------------------------------
