@@ -187,6 +187,7 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     fig.add_layout(LabelSet(x="left", y="label_y", y_range_name="events", text="label", source=events,
                             text_font_size="11px", text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
     fig.y_range.start = 0
+    fig.yaxis.formatter = NumeralTickFormatter(format="0,0.[00]")  # 200,000 ms, not 2.000e+5
     return fig
 
 

@@ -94,3 +94,14 @@ def test_the_load_strip_counts_the_wait_for_room_in_the_batch_beside_the_queued_
     waited = float(re.search(r"waited up to ([\d,.]+) s", caption).group(1).replace(",", ""))
     p50 = float(answer["summary"]["ttft_p50_ms"]) / 1000
     assert work < p50 <= waited + 1  # the wait it names covers the median TTFT; the queued work does not
+
+
+def test_axes_write_big_numbers_out_and_a_log_axis_thins_its_ticks():
+    from bokeh.models import LogTicker, NumeralTickFormatter
+
+    from lab.layout import figures as draw
+    drawn = draw(handle({"hash": ""}), ("ttft", "memory", "dist"))
+    for name in ("ttft", "memory"):  # 200,000 ms, not 2.000e+5
+        assert isinstance(drawn[name].yaxis[0].formatter, NumeralTickFormatter)
+    dist = drawn["dist"].xaxis[0]
+    assert isinstance(dist.formatter, NumeralTickFormatter) and isinstance(dist.ticker, LogTicker)
