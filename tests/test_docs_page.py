@@ -62,5 +62,5 @@ def test_the_docs_search_finds_a_page_in_the_browser(page, server):
     page.goto(f"{server['origin']}/docs/index.html")
     page.get_by_role("textbox", name="Search").fill("facilitator")
     result = page.locator(".md-search-result__item a").first
-    result.wait_for(timeout=20_000)
+    result.wait_for(timeout=60_000)  # the search index is built by a worker once the page is in
     assert "workshop.html" in result.get_attribute("href")
