@@ -5,10 +5,10 @@ import copy
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 import panel as pn
 import pytest
+from helpers import ROOT
 
 from lab.page import missionview
 from lab.page.controls import CONTROLS, control_patches
@@ -16,8 +16,6 @@ from lab.page.urlstate import read_hash, write_hash
 from lab.page.view import PAGE_BUDGET, answer, derive, handle, handle_json, patches, read_state, render, settle, update
 from missions import MISSIONS
 from model import KEYS, ROUTERS, Scenario, simulate, spec_of
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_hash_round_trip_writes_only_what_differs_from_the_defaults():

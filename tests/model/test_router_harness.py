@@ -10,11 +10,11 @@ a cache hit to the least loaded worker).
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from router_harness import RouterSession, installed, read_decisions, write_decisions  # noqa: E402
 

@@ -20,8 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 LAB = ("page", "common", "site", "server", "cli")  # each may import those before it, never those after
 NO_CLOCKS_OR_IO = {"time", "datetime", "os", "pathlib", "io", "socket", "secrets", "uuid", "threading"}
 # Imports against the order, each inside one function that only CPython calls, with the reason:

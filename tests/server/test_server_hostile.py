@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 import tornado.netutil
+from helpers import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -364,7 +365,7 @@ asyncio.run(main())
 def test_slow_readers_under_a_low_open_file_limit_get_503s_not_tracebacks(big_site):
     """A file response holds two descriptors: 150 stuck readers would need 300 under a limit of 128."""
     proc = subprocess.Popen([sys.executable, "-c", LIMITED_SERVER, str(big_site), "128"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
     held = []
     try:
         port, cap = map(int, proc.stdout.readline().split())
@@ -475,7 +476,7 @@ asyncio.run(main())
 def test_when_descriptors_run_out_accepting_waits_instead_of_failing_in_a_loop(site):
     proc = subprocess.Popen([sys.executable, "-c", STARVED_SERVER, str(site)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=os.path.dirname(os.path.dirname(__file__)),
+                            cwd=ROOT,
                             preexec_fn=lambda: __import__("resource").setrlimit(
                                 __import__("resource").RLIMIT_NOFILE, (256, 256)))
     try:

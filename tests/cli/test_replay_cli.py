@@ -3,14 +3,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import TRACES
 
 from lab.cli.main import main
 from model import Scenario, generate
-
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 @pytest.fixture(scope="module")

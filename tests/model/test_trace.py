@@ -11,9 +11,9 @@ import json
 import math
 import random
 from collections import OrderedDict
-from pathlib import Path
 
 import pytest
+from helpers import TRACES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +22,6 @@ from model.engines.lab import Run
 from model.gpus.profile import profile_of
 from model.sources.trace import MAX_LINE_BYTES
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 CONVERSATION, SYNTHETIC = TRACES / "conversation_trace.jsonl", TRACES / "synthetic_trace.jsonl"
 FAST = {"fleet.prefill_tokens_per_s": "10000000"}  # no queues: every request sees every earlier one cached
 

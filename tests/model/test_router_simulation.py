@@ -11,11 +11,11 @@ replica r is the router's r-th worker in that order.
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from router_harness import RouterSession, installed  # noqa: E402
 

@@ -8,14 +8,14 @@ disabled slider. Screenshots of each size go to test-artifacts/.
 """
 
 import re
-from pathlib import Path
 
 import pytest
 from conftest import ARTIFACTS, READY
+from helpers import ROOT
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 MONDAY = re.compile(r"^8\. Monday morning, \d of 3 stars$")
 
 

@@ -2,16 +2,14 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from helpers import TRACES
 
 from lab.cli.main import main
 from lab.cli.sweep import Target, Traffic, cheapest, parse_grid, parse_target, run_points
 from lab.common.traces import CommandError
 from model import Scenario, scan_trace
-
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 @pytest.fixture(scope="module")

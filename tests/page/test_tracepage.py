@@ -4,13 +4,14 @@ forgotten on a reload, and a bad line said in a notice."""
 from pathlib import Path
 
 import pytest
+from helpers import TRACES
 
 import lab.page.tracepage as tracepage
 import lab.page.view as view
 from lab.page.store import STORE
 from model import Scenario, replay, trace_reuse
 
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
+TRACE = TRACES / "conversation_trace.jsonl"
 
 
 class FileSource:

@@ -4,12 +4,11 @@ fleet and its trees, the routers' shortcuts, HTML written as the browser writes 
 import dataclasses
 import json
 import random
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from conftest import READY
-from helpers import another_value
+from helpers import TRACES, another_value
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +19,7 @@ from lab.page.store import STORE
 from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
 from model.routing.view import View
 
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
+TRACE = TRACES / "conversation_trace.jsonl"
 BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": None, "progress": {}, "memo": None}
 
 

@@ -2,9 +2,9 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from test_missions import SOLUTIONS
 
 from lab.cli.main import main
@@ -225,7 +225,7 @@ def test_the_sweep_runs_trace_missions_on_their_trace():
 
 
 def test_the_readme_table_lists_every_mission_in_order_with_its_grid_size():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d+) \| `([a-z-]+)` \| [^|]+ \| (lab|serving)[^|]* \| (\d+) \|", readme, flags=re.M)
     assert [(int(n), i, int(size)) for n, i, _, size in rows] == [
         (n, m.id, len(m.setups())) for n, m in enumerate(MISSIONS, 1)]

@@ -1,7 +1,7 @@
 """sgl-router 0.3.2's cache-aware rule and its tree of routed text, on cases small enough to follow by hand."""
 
 import pytest
-from helpers import fleet, request
+from helpers import ROOT, fleet, request
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -213,10 +213,9 @@ def test_vllms_router_sends_an_equal_match_to_the_least_loaded_holder():
 
 def test_every_recorded_decision_file_agrees_with_its_policy_at_least_99_percent():
     """The files bench/conformance_record.py recorded from the real binaries (sgl-router 0.3.2, vllm-router 0.1.17)."""
-    from pathlib import Path
 
     from lab.cli.conformance import policy_of, read_decisions, replay
-    files = sorted((Path(__file__).resolve().parent.parent / "bench" / "conformance").glob("*.jsonl.gz"))
+    files = sorted((ROOT / "bench" / "conformance").glob("*.jsonl.gz"))
     assert len(files) >= 20
     seen = set()
     for path in files:

@@ -2,6 +2,7 @@
 and an embed showing exactly the figures and controls its URL names."""
 
 import pytest
+from helpers import ROOT
 
 import lab.page.view as view
 from lab.page.controls import CONTROLS
@@ -328,10 +329,9 @@ def test_the_serving_figures_offer_serving_mode_and_the_queue_a_burst():
 
 
 def test_the_authors_guide_has_a_snippet_and_a_screenshot_for_every_figure():
-    from pathlib import Path
 
     from lab.page.figures import embed_figures
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     readme = (root / "README.md").read_text(encoding="utf-8")
     for name in embed_figures():
         assert f'src="https://your-site.example/prefix-lab/embed.html?figure={name}"' in readme, name

@@ -8,9 +8,9 @@ test pass: a link that stops giving its numbers is a broken link.
 """
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,7 +21,7 @@ from missions import MISSIONS, find_mission
 from model import Scenario
 
 FILES = mission_sources()
-LINKS = json.loads((Path(__file__).resolve().parent / "data" / "links.json").read_text(encoding="utf-8"))
+LINKS = json.loads((DATA / "links.json").read_text(encoding="utf-8"))
 HEADLINE = ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps", "replica_count")
 
 

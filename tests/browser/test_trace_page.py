@@ -4,15 +4,15 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import READY, metrics
+from helpers import TRACES
 from test_missions_page import answered, press, verdict
 
 pytestmark = pytest.mark.browser
 
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "conversation_trace.jsonl"
+TRACE = TRACES / "conversation_trace.jsonl"
 
 
 def test_a_chosen_trace_replays_in_the_browser_as_on_the_command_line(fresh_lab, tmp_path):

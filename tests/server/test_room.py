@@ -8,7 +8,6 @@ SIGKILL. Nothing here sleeps: event streams are read until the event.
 import asyncio
 import http.client
 import json
-import os
 import re
 import signal
 import socket
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 import tornado.netutil
+from helpers import ROOT
 
 from lab.cli.main import main
 from lab.server.room import NAME_MAX, Progress, Report, RoomError, Store, read_name, read_report
@@ -303,7 +303,7 @@ while True:
 
 def test_every_acknowledged_write_survives_a_sigkill(tmp_path):
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                              cwd=ROOT)
     acked = []
     for line in writer.stdout:
         acked.append(line.split())

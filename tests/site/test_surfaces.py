@@ -12,8 +12,8 @@ import importlib
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("model", "missions", "lab")
 
 
