@@ -128,3 +128,15 @@ def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_ord
                            timeout=30_000)  # the build's sweep, fetched once the mission opened
     assert page.locator("#landscape").is_visible()
     assert re.search(r"beats \d+% of the \d+ setups", page.locator(".standing").inner_text())
+
+
+def test_the_tree_moves_through_time_by_keyboard(fresh_lab):
+    page = fresh_lab
+    end = page.locator("#cap-tree").inner_text()
+    assert end.startswith("At ") and "The biggest branches: system prompt" in end
+    moment = page.get_by_role("slider", name="Moment of the run the tree is drawn at, in seconds")
+    press(page, moment, "ArrowLeft", times=2)
+    moved = page.locator("#cap-tree").inner_text()
+    assert moved != end and "tree_at=" in page.evaluate("location.hash")
+    press(page, moment, "Home")
+    assert "holds nothing" in page.locator("#cap-tree").inner_text()

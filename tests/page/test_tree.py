@@ -1,8 +1,6 @@
 """The radix tree drawn: one replica's tree at a moment of a run, as the model holds it, on the page and in an embed."""
 
 import pytest
-from conftest import READY
-from test_missions_page import press
 
 import lab.page.view as view
 from lab.page.figures import FIGURES, Context, tree_blocks, tree_page
@@ -90,19 +88,3 @@ def test_bad_tree_values_are_ignored_or_clamped():
     data = FIGURES["tree"].data(c)
     assert data["tree:replica"]["value"] == "replica 3" and data["tree:at"]["value"] == data["tree:at"]["end"]
     assert view.handle({"hash": "tree_at=nan"})["patches"]["dom"]["#cap-tree"]["text"].startswith("At ")
-
-
-@pytest.mark.browser
-def test_an_embedded_tree_moves_through_time_by_keyboard(page, server):
-    page.goto(server["url"] + "embed.html?figure=tree")
-    page.wait_for_function(READY, timeout=60_000)
-    shown = [el.get_attribute("data-figure") for el in page.locator("[data-figure]").all() if el.is_visible()]
-    assert shown == ["tree"]
-    end = page.locator("#cap-tree").inner_text()
-    assert end.startswith("At ") and "The biggest branches: system prompt" in end
-    moment = page.get_by_role("slider", name="Moment of the run the tree is drawn at, in seconds")
-    press(page, moment, "ArrowLeft", times=2)
-    moved = page.locator("#cap-tree").inner_text()
-    assert moved != end and "tree_at=" in page.evaluate("location.hash")
-    press(page, moment, "Home")
-    assert "holds nothing" in page.locator("#cap-tree").inner_text()
