@@ -5,10 +5,11 @@ routed: anything not for the serving origin is aborted and fails the test, as
 does a page error or a same-origin 404. Tests wait on the page's own state
 (`document.documentElement.dataset.lab`), never on sleeps.
 
-Booting Pyodide takes seconds a page, so the tests of a module that do not
-interfere share one booted page (`lab`, module-scoped); `fresh_lab` hands it
-to a test after `reset_lab` has put it back to a state a new page would have.
-Tests of booting, aborted routes, reloads or embedding open their own (`page`).
+Booting Pyodide takes seconds a page, so the tests that do not interfere share
+one booted page (`lab`, one for the session); `fresh_lab` hands it to a test
+after `reset_lab` has put it back to a state a new page would have, and blames
+the test for whatever the page did wrong meanwhile. Tests of booting, aborted
+routes, limits or embedding open their own (`page`).
 Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 """
 
@@ -156,16 +157,16 @@ def page(guarded):
     return watch(context.new_page())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab_guarded(browser, server):
-    """The guarded context of the module's shared lab page: `(context, guard, watch)`."""
+    """The guarded context of the shared lab page: `(context, guard, watch)`."""
     with guarded_context(browser, server) as shared:
         yield shared
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab(lab_guarded, server):
-    """One lab page, booted once for the module; tests take it through `fresh_lab`."""
+    """One lab page, booted once for the session; tests take it through `fresh_lab`."""
     context, _, watch = lab_guarded
     context.add_init_script(COUNT_VIEWS)
     return open_lab(watch(context.new_page()), server)

@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from conftest import READY, expected_metrics, metrics
+from conftest import READY, expected_metrics, guarded_context, metrics
 from helpers import asset
 
 pytestmark = pytest.mark.browser
@@ -35,16 +35,17 @@ def same_numbers_as_the_cli(page):
 
 
 @pytest.fixture(scope="module")
-def cold(lab_guarded, server):
+def cold(browser, server):
     """One cold load of the lab page, shared by the tests of how it booted: the page, and what it said at `ready`
     (its worker's `prefixLabBoot`, its timings and headline numbers), read before any test touches it."""
-    context, _, watch = lab_guarded
-    page = watch(context.new_page())
-    page.goto(server["url"])
-    boot = booted(page)
-    return page, {"boot": boot, "timings": page.evaluate("window.prefixLab.timings"), "metrics": metrics(page),
-                  "screen": page.evaluate("innerHeight"),
-                  "article": page.evaluate("[...document.querySelectorAll('.article-figure')].map(f => f.dataset.figure)")}
+    with guarded_context(browser, server) as (context, _, watch):
+        page = watch(context.new_page())
+        page.goto(server["url"])
+        boot = booted(page)
+        yield page, {"boot": boot, "timings": page.evaluate("window.prefixLab.timings"), "metrics": metrics(page),
+                     "screen": page.evaluate("innerHeight"),
+                     "article": page.evaluate("[...document.querySelectorAll('.article-figure')]"
+                                              ".map(f => f.dataset.figure)")}
 
 
 def test_a_snapshot_boot_reaches_ready_with_the_clis_numbers(cold):

@@ -6,7 +6,7 @@ fails on those, the worker's included).
 """
 
 import pytest
-from conftest import READY, wait_ready_with
+from conftest import READY, expected_metrics, metrics, wait_ready_with
 from test_page import checkbox, number_input, slider
 
 pytestmark = pytest.mark.browser
@@ -94,6 +94,8 @@ def test_the_embed_view_works_framed_under_its_policy(guarded, server):
     assert "frame-ancestors" not in answer.value.headers["content-security-policy"]
     embedded = navigated.value
     embedded.wait_for_function(READY, timeout=60_000)
+    assert metrics(embedded) == expected_metrics()
     embedded.get_by_role("combobox", name="Router").select_option(label="Round robin")
     embedded.wait_for_function(f"({READY}) && location.hash.includes('round_robin')", timeout=30_000)
+    assert metrics(embedded) == expected_metrics("router.kind=round_robin")  # the frame follows its own controls
     assert embedded.evaluate("window.violations") == []

@@ -10,7 +10,7 @@ disabled slider. Screenshots of each size go to test-artifacts/.
 import re
 
 import pytest
-from conftest import ARTIFACTS, READY
+from conftest import ARTIFACTS, READY, expected_metrics, metrics
 from helpers import ROOT
 
 pytestmark = pytest.mark.browser
@@ -70,7 +70,10 @@ def wait_answered(page, before):
 
 
 def first_paint_explains_itself(page):
-    """Before the simulator is up: the evidence label, the seed page's sections, the site file's links, tips."""
+    """Before the simulator is up: the default numbers (drawn by the build with the same view code), the evidence
+    label, the seed page's sections, the site file's links, tips."""
+    assert page.evaluate("document.documentElement.dataset.lab") in ("booting", "busy", "ready")
+    assert metrics(page) == expected_metrics()
     evidence = page.get_by_role("note").first.inner_text()
     assert "deterministic synthetic model" in evidence and "Python" in evidence and "JavaScript" not in evidence
     headings = [h.inner_text() for h in page.locator(".about h3").all()]

@@ -1,11 +1,11 @@
 """The lab page in Chromium, served by `prefix-lab serve`, offline.
 
-Most tests share the module's booted page (`fresh_lab`); those about a first
-load, a reload, a boot that fails or an embedding open their own (`page`).
+All of them share the session's booted page (`fresh_lab`). A first paint, a boot that fails and an
+embed are checked in test_layout_page.py, test_resilience_page.py and test_embeds_page.py.
 """
 
 import pytest
-from conftest import ARTIFACTS, READY, expected_metrics, metrics, open_lab, reset_lab, wait_ready_with
+from conftest import ARTIFACTS, READY, expected_metrics, metrics, reset_lab, wait_ready_with
 
 pytestmark = pytest.mark.browser
 
@@ -42,14 +42,6 @@ def test_page_loads_from_its_own_origin_and_shows_the_default_numbers(fresh_lab,
     assert any("/wheels/prefix_lab-" in u for u in guard.seen)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
-
-
-def test_first_paint_already_has_the_default_numbers(page, server, guarded):
-    _, guard, _ = guarded
-    page.goto(server["url"], wait_until="domcontentloaded")
-    assert page.evaluate("document.documentElement.dataset.lab") in ("booting", "busy", "ready")
-    assert metrics(page) == expected_metrics()  # baked in at build time by the same view code
-    page.wait_for_function(READY, timeout=60_000)
 
 
 def test_controls_change_the_numbers_to_what_the_cli_gives(fresh_lab):
@@ -107,9 +99,11 @@ def test_events_can_be_injected_and_removed(fresh_lab):
     assert "No events" in page.locator("#events-list").inner_text()
 
 
-def test_url_state_round_trips(page, server):
+def test_url_state_round_trips(fresh_lab):
+    """A link's state is shown, written back in its own order, kept by a reload (which opens the page at the link
+    as a new page would) and followed when a link is pasted."""
     fragment = "fleet.replicas=8&router.kind=cache_aware&dynamic_text=bottom&events=burst@60+30x3"
-    open_lab(page, server, fragment)
+    page = reset_lab(fresh_lab, fragment)
     assert page.evaluate("location.hash") == "#" + fragment.replace("fleet.replicas=8&router.kind=cache_aware&dynamic_text=bottom",
                                                                     "dynamic_text=bottom&fleet.replicas=8&router.kind=cache_aware")
     expected = expected_metrics("fleet.replicas=8", "router.kind=cache_aware", "dynamic_text=bottom",
@@ -120,6 +114,8 @@ def test_url_state_round_trips(page, server):
     page.reload()
     page.wait_for_function(READY, timeout=60_000)
     assert metrics(page) == expected
+    assert page.get_by_role("combobox", name="Router").input_value() == "Cache-aware"
+    assert slider(page, "Replicas").get_attribute("aria-valuenow") == "8.0"
     page.evaluate("location.hash = 'fleet.replicas=3'")  # a pasted link, without reloading
     wait_ready_with(page, "location.hash === '#fleet.replicas=3'")
     assert metrics(page) == expected_metrics("fleet.replicas=3")
@@ -134,41 +130,6 @@ def test_garbage_in_the_hash_falls_back_field_by_field_with_a_notice(fresh_lab):
     assert "burst@9999" in notices
     assert page.evaluate("location.hash") == "#router.kind=cache_aware&events=timestamp@100"
     assert metrics(page) == expected_metrics("router.kind=cache_aware", "events=timestamp@100")
-
-
-def test_embed_page_reports_its_height_and_follows_the_url(guarded, server):
-    context, guard, watch = guarded
-    host = watch(context.new_page())
-    host.set_content("<!doctype html><title>An article</title><p>Some prose before the lab.</p>")
-    host.evaluate("""url => {
-        window.heights = [];
-        window.addEventListener('message', e => { if (e.data && e.data.type === 'prefix-lab:height') window.heights.push(e.data.height); });
-        const frame = document.createElement('iframe');
-        frame.src = url; frame.style.width = '640px'; frame.style.height = '400px';
-        document.body.appendChild(frame);
-    }""", server["url"] + "embed.html#router.kind=cache_aware")
-    frame = host.frame_locator("iframe")
-    host.wait_for_function("window.heights.length > 0", timeout=30_000)
-    embedded = next(f for f in host.frames if f.url.startswith(server["url"] + "embed.html"))
-    embedded.wait_for_function(READY, timeout=60_000)
-    assert metrics(embedded) == expected_metrics("router.kind=cache_aware")
-    assert max(host.evaluate("window.heights")) > 300
-    frame.get_by_role("combobox", name="Router").select_option(label="Round robin")
-    embedded.wait_for_function(f"({READY}) && location.hash.includes('round_robin')", timeout=30_000)
-    assert metrics(embedded) == expected_metrics("router.kind=round_robin")
-
-
-def test_a_simulator_that_cannot_start_says_so_and_leaves_the_numbers(browser, server):
-    context = browser.new_context()
-    try:
-        page = context.new_page()
-        page.route("**/wheels/*", lambda route: route.abort())  # as if the wheel were missing
-        page.goto(server["url"])
-        page.wait_for_function("document.documentElement.dataset.lab === 'error'", timeout=60_000)
-        assert page.locator("#status").inner_text().startswith("The simulator could not start")
-        assert metrics(page) == expected_metrics()  # the built-in default numbers stay on screen
-    finally:
-        context.close()
 
 
 def test_a_url_edited_while_the_simulator_is_busy_wins(fresh_lab):
@@ -211,3 +172,25 @@ def test_reset_lab_leaves_the_shared_page_as_a_new_page_shows_it(fresh_lab):
     assert page.locator('button[data-mission="timestamp"]').is_disabled()
     page.get_by_role("button", name="Tenant surge").click()  # the next event starts at the default again
     wait_ready_with(page, "location.hash === '#events=surge@60+60'")
+
+
+NEVER_SPILL = "Never spill (always follow the cache)"
+
+
+def test_never_spill_can_be_ticked_and_unticked(fresh_lab):
+    """The never-spill switch (declared once in `lab.page.controls`) both ways; the hot-tenant mission is played
+    with it in test_missions_page.py."""
+    page = reset_lab(fresh_lab, "router.kind=cache_aware")
+    box, handle = checkbox(page, NEVER_SPILL), slider(page, "Spill threshold")
+
+    def disabled():
+        return handle.evaluate("e => e.getRootNode().querySelector('.noUi-target').hasAttribute('disabled')")
+
+    assert not box.is_checked() and not disabled()
+    box.click()
+    wait_ready_with(page, "location.hash.includes('router.spill_threshold_s=off')")
+    assert box.is_checked() and disabled()
+    box.click()
+    wait_ready_with(page, "!location.hash.includes('spill_threshold_s')")  # back to the default, 1 s
+    assert not box.is_checked() and not disabled()
+    assert metrics(page) == expected_metrics("router.kind=cache_aware")

@@ -134,20 +134,3 @@ def test_a_newer_change_replaces_a_stuck_computation(fresh, server):
     page.evaluate("location.hash = 'fleet.replicas=2'")
     page.wait_for_function(f"({READY}) && location.hash === '#fleet.replicas=2'", timeout=60_000)
     assert metrics(page) == expected_metrics("fleet.replicas=2")
-
-
-FREEZING = ["events=" + ",".join(["burst@0+179x2"] * 8), "events=burst@0+179x20,burst@0+179x20",
-            "events=" + ",".join(["burst@0+179x2"] * 12), "events=" + ",".join(["burst@0+179x1.5"] * 24)]
-
-
-def test_links_that_once_froze_the_lab_come_back_within_seconds_and_the_next_edit_works(fresh, server):
-    page = fresh()
-    page.goto(server["url"])
-    page.wait_for_function(READY, timeout=60_000)
-    for link in FREEZING:
-        page.evaluate("h => { location.hash = h }", link)
-        page.wait_for_function(f"({READY}) && !location.hash.includes('burst')", timeout=30_000)
-        assert "more than 40,000 requests" in page.locator("#notices").inner_text()
-        page.evaluate("location.hash = 'fleet.replicas=3'")
-        page.wait_for_function(f"({READY}) && location.hash === '#fleet.replicas=3'", timeout=30_000)
-        assert metrics(page) == expected_metrics("fleet.replicas=3")
