@@ -2,7 +2,7 @@
 
 Each case is one a hostile-input probe found answered with a 500, accepted when
 it should not be, or written where it should not be. The HTTP tests reuse the
-room server of tests/test_room.py (a Tornado server in a thread); nothing sleeps.
+room server of tests/server/test_room.py (a Tornado server in a thread); nothing sleeps.
 """
 
 import logging
