@@ -14,6 +14,7 @@ Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 """
 
 import functools
+import io
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -235,13 +236,21 @@ def metrics(page):
             for el in page.locator("[data-metric]").all()}
 
 
+def cli(*args):
+    """What `prefix-lab ARGS` prints, read as JSON: the command's own `main`, run in this process (the tests of
+    the CLI run it as a process, tests/cli/); a status other than 0 fails the test with what it said."""
+    from lab.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main(list(args))
+    assert status == 0, f"prefix-lab {' '.join(args)} exited {status}: {err.getvalue()[-2000:]}"
+    return json.loads(out.getvalue())
+
+
 def cli_json(*sets):
     """What `prefix-lab run --json` prints for these `--set` values."""
-    argv = [sys.executable, "-m", "lab", "run", "--json"]
-    for s in sets:
-        argv += ["--set", s]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
+    return cli("run", "--json", *(arg for s in sets for arg in ("--set", s)))
 
 
 def expected_metrics(*sets):

@@ -1,19 +1,11 @@
 """Serving mode and the routers on the page, played through named controls, checked against the CLI."""
 
-import json
-import subprocess
-import sys
 
 import pytest
-from conftest import expected_metrics, metrics, wait_ready_with
+from conftest import cli, expected_metrics, metrics, wait_ready_with
 from test_page import checkbox, slider
 
 pytestmark = pytest.mark.browser
-
-
-def cli(*args):
-    return json.loads(subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True,
-                                     check=True).stdout)
 
 
 def test_serving_mode_shows_its_figures_and_the_memory_split(fresh_lab):

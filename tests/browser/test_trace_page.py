@@ -2,11 +2,9 @@
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import READY, metrics
+from conftest import READY, cli, metrics
 from helpers import TRACES
 from test_missions_page import answered, press, verdict
 
@@ -25,11 +23,10 @@ def test_a_chosen_trace_replays_in_the_browser_as_on_the_command_line(fresh_lab,
 
     page.get_by_label("Choose a trace file").set_input_files(str(trace))
     page.wait_for_function(f"({READY}) && location.hash.includes('trace=conversation-2000.jsonl')", timeout=60_000)
-    cli = json.loads(subprocess.run([sys.executable, "-m", "lab", "replay", str(trace), "--set", "fleet.replicas=5",
-                                     "--json"], capture_output=True, text=True, check=True).stdout)
+    replayed = cli("replay", str(trace), "--set", "fleet.replicas=5", "--json")
     shown = metrics(page)
     assert {k: json.loads(shown[k]) for k in ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps")} == \
-        {k: cli[k] for k in ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps")}
+        {k: replayed[k] for k in ("hit_rate", "ttft_p50_ms", "ttft_p99_ms", "throughput_rps")}
     summary = page.locator("#trace-summary").inner_text()
     assert "2,000 requests" in summary and "reuse ceiling" in summary
     assert "2,000 requests replayed from conversation-2000.jsonl" in page.locator("#readout").inner_text()
