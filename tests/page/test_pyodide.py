@@ -1,4 +1,6 @@
-"""The same scenario gives byte-identical results in CPython and in Pyodide (npm `pyodide` under Node.js)."""
+"""The same scenario gives byte-identical results in CPython and in Pyodide (npm `pyodide` under Node.js), and a
+replay gives the same result there, fed text slices as the page will feed it. Pyodide boots once, in one Node.js
+process, for both (pyodide_run.mjs)."""
 
 import hashlib
 import json
@@ -6,13 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from helpers import everything
+import pytest
+from helpers import TRACES, everything
 
 from lab.page.view import handle
 from lab.site.build import _write_wheel, pyodide_dir
-from model import Scenario, simulate
+from model import Scenario, generate, replay, simulate, trace_lines
 
 HERE = Path(__file__).resolve().parent
+TRACE = TRACES / "conversation_trace.jsonl"
 SCENARIOS = [
     {},
     {"fleet.replicas": "8", "router.kind": "cache_aware", "events": "burst@60+30x3,timestamp@150"},
@@ -34,16 +38,27 @@ SCENARIOS = [
 ]
 
 
-def test_cpython_and_pyodide_agree_to_the_byte(tmp_path):
+@pytest.fixture(scope="module")
+def in_pyodide(tmp_path_factory):
+    """What pyodide_run.mjs printed: the Python version, a line per scenario, the view's answer, the replay."""
     node = shutil.which("node")
     assert node, "Node.js is needed for this test (the project's setup installs the npm pyodide package)"
-    wheel = tmp_path / _write_wheel(tmp_path / "wheels")
-    scenarios = tmp_path / "scenarios.json"
+    tmp = tmp_path_factory.mktemp("pyodide")
+    wheel = tmp / _write_wheel(tmp / "wheels")
+    scenarios = tmp / "scenarios.json"
     scenarios.write_text(json.dumps(SCENARIOS))
-    done = subprocess.run([node, str(HERE / "pyodide_run.mjs"), str(pyodide_dir()), str(wheel), str(scenarios)],
-                          capture_output=True, text=True, timeout=300)
+    trace = tmp / "conversation-1500.jsonl"
+    with open(TRACE, "rb") as f:
+        trace.write_bytes(b"".join(next(f) for _ in range(1500)))
+    done = subprocess.run([node, str(HERE / "pyodide_run.mjs"), str(pyodide_dir()), str(wheel), str(scenarios),
+                           str(trace)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    version, *lines = done.stdout.strip().split("\n")
+    version, *lines, replayed = done.stdout.strip().split("\n")
+    return {"version": version, "lines": lines, "replayed": json.loads(replayed), "trace": trace}
+
+
+def test_cpython_and_pyodide_agree_to_the_byte(in_pyodide):
+    version, lines = in_pyodide["version"], in_pyodide["lines"]
     assert version.startswith("3."), version
     assert len(lines) == len(SCENARIOS) + 1
     for text, line in zip(SCENARIOS, lines):  # pyodide_run.mjs writes helpers.everything() of each
@@ -51,3 +66,13 @@ def test_cpython_and_pyodide_agree_to_the_byte(tmp_path):
         assert hashlib.sha256(line.encode()).hexdigest() == hashlib.sha256(expected.encode()).hexdigest(), text
     view = json.dumps(handle({"hash": "fleet.replicas=3&router.kind=cache_aware"}), sort_keys=True)
     assert lines[-1] == view
+
+
+def test_replay_and_export_agree_in_cpython_and_pyodide(in_pyodide):
+    got, trace = in_pyodide["replayed"], in_pyodide["trace"]
+    result = replay(Scenario().with_text({"fleet.replicas": "4", "router.kind": "cache_aware"}),
+                    lambda: [trace.read_bytes()])
+    assert got["result"] == json.loads(json.dumps(result.to_dict()))
+    assert got["records"] == [r.to_dict() for r in result.records]
+    assert got["progress"] == [["checking", 1000], ["checking", 1500], ["replaying", 1000], ["replaying", 1500]]
+    assert got["exported"] == list(trace_lines(generate(Scenario().with_text({"duration_s": "30"})), 16))
