@@ -7,7 +7,7 @@ A mission opens when every mission in its `requires` has a star
 be reordered or added without anyone losing stars or access.
 
 Thresholds were set by running the model: every broken start scores no
-star, and tests/missions/test_missions.py holds a one-star and a three-star setup
+star, and tests/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
 A mission with a `trace` plays the first `trace_requests` requests of that
 public trace instead of the scenario's synthetic traffic (`lab.common.tracemission`
