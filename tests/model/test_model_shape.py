@@ -4,8 +4,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = sorted((ROOT / "model").rglob("*.py"))
 
 
