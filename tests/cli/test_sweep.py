@@ -1,6 +1,7 @@
 """`prefix-lab sweep`: grids, targets, the cheapest setup, and the same rows locally and on a Dask cluster."""
 
 import json
+import logging
 import re
 
 import pytest
@@ -23,10 +24,22 @@ def trace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Dask cluster in this process: a real scheduler and worker, reached by address."""
-    distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as c:
-        yield c.scheduler_address
+    """A local Dask cluster in this process: a real scheduler and worker, reached by address.
+
+    Dask's logging setup quiets Tornado's loggers for the whole process (`tornado` at CRITICAL, not propagating):
+    they are put back afterwards, or the tests that read the server's access log would see nothing."""
+    loggers = [logging.getLogger(name) for name in ("tornado", "tornado.application", "tornado.access")]
+    saved = [(log, log.level, log.propagate, list(log.handlers)) for log in loggers]
+    distributed = pytest.importorskip("dask.distributed")  # its import sets them
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                      dashboard_address=None) as c:
+            yield c.scheduler_address
+    finally:
+        for log, level, propagate, handlers in saved:
+            log.setLevel(level)
+            log.propagate = propagate
+            log.handlers[:] = handlers
 
 
 def test_grid_values_are_lists_and_ranges():
