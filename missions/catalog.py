@@ -7,10 +7,10 @@ A mission opens when every mission in its `requires` has a star
 be reordered or added without anyone losing stars or access.
 
 Thresholds were set by running the model: every broken start scores no
-star, and tests/test_missions.py holds a one-star and a three-star setup
+star, and tests/missions/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
 Each hint names the setup its words point to (`hint`), and
-tests/test_hints.py checks it against the mission's sweep: the setup must
+tests/missions/test_hints.py checks it against the mission's sweep: the setup must
 improve what the hint says it improves, and all of a mission's hints
 together must earn a star.
 A mission with a `trace` plays the first `trace_requests` requests of that

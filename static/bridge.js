@@ -40,7 +40,7 @@ function setState(state, text) {
 // BokehJS 3.9 reads every visual property of every glyph, axis and label from CSS before its model
 // value (getComputedStyle(el).getPropertyValue("--bk-line-color") and so on: about 1,800 reads a change
 // on this page), and each read that follows one of Bokeh's own writes to the page recomputes styles:
-// about 30 ms of every change. This site defines no `--bk-*` property anywhere (tests/test_page_speed.py
+// about 30 ms of every change. This site defines no `--bk-*` property anywhere (tests/browser/test_page_speed.py
 // checks every file it ships), so each of those reads is the empty string: it is answered as such.
 // The plot's own font size, which CSS does set, is read once until the running script's microtasks are
 // done instead of once per label,

@@ -5,14 +5,16 @@ routed: anything not for the serving origin is aborted and fails the test, as
 does a page error or a same-origin 404. Tests wait on the page's own state
 (`document.documentElement.dataset.lab`), never on sleeps.
 
-Booting Pyodide takes seconds a page, so the tests of a module that do not
-interfere share one booted page (`lab`, module-scoped); `fresh_lab` hands it
-to a test after `reset_lab` has put it back to a state a new page would have.
-Tests of booting, aborted routes, reloads or embedding open their own (`page`).
+Booting Pyodide takes seconds a page, so the tests that do not interfere share
+one booted page (`lab`, one for the session); `fresh_lab` hands it to a test
+after `reset_lab` has put it back to a state a new page would have, and blames
+the test for whatever the page did wrong meanwhile. Tests of booting, aborted
+routes, limits or embedding open their own (`page`).
 Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 """
 
 import functools
+import io
 import json
 import os
 import re
@@ -20,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -156,16 +158,16 @@ def page(guarded):
     return watch(context.new_page())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab_guarded(browser, server):
-    """The guarded context of the module's shared lab page: `(context, guard, watch)`."""
+    """The guarded context of the shared lab page: `(context, guard, watch)`."""
     with guarded_context(browser, server) as shared:
         yield shared
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab(lab_guarded, server):
-    """One lab page, booted once for the module; tests take it through `fresh_lab`."""
+    """One lab page, booted once for the session; tests take it through `fresh_lab`."""
     context, _, watch = lab_guarded
     context.add_init_script(COUNT_VIEWS)
     return open_lab(watch(context.new_page()), server)
@@ -234,13 +236,21 @@ def metrics(page):
             for el in page.locator("[data-metric]").all()}
 
 
+def cli(*args):
+    """What `prefix-lab ARGS` prints, read as JSON: the command's own `main`, run in this process (the tests of
+    the CLI run it as a process, tests/cli/); a status other than 0 fails the test with what it said."""
+    from lab.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main(list(args))
+    assert status == 0, f"prefix-lab {' '.join(args)} exited {status}: {err.getvalue()[-2000:]}"
+    return json.loads(out.getvalue())
+
+
 def cli_json(*sets):
     """What `prefix-lab run --json` prints for these `--set` values."""
-    argv = [sys.executable, "-m", "lab", "run", "--json"]
-    for s in sets:
-        argv += ["--set", s]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
+    return cli("run", "--json", *(arg for s in sets for arg in ("--set", s)))
 
 
 def expected_metrics(*sets):

@@ -1,9 +1,14 @@
-"""Small builders shared by the tests."""
+"""Small builders shared by the tests, and where the tests find the project's files."""
 
 import json
+from pathlib import Path
 
 from model import Request, Scenario, ScenarioError, spec_of
 from model.engines.replica import Replica
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+DATA = ROOT / "tests" / "data"
+TRACES = ROOT.parent / "shared" / "traces"  # the shared folder beside the checkout
 
 
 def request(rid, keys, sizes=None, system_prompt=0, arrival_s=0.0, session=0, turn=0):
@@ -62,8 +67,6 @@ def canonical(result):
 def asset(site, name):
     """The served path of a site file known by its plain name (`worker.js`, `pyodide/pyodide.asm.wasm`):
     the content-hashed name the build gave it (build.json's `assets`)."""
-    from pathlib import Path
-
     names = json.loads((Path(site) / "build.json").read_text())["assets"]
     if name in names:
         return names[name]

@@ -31,7 +31,7 @@ at the run's end), the synthetic traffic by the keys it reads (`traffic`: a
 fleet or router change sends the same requests), a URL hash's reading by its
 text (`_read_hash`), and each figure's drawing by what it declares it reads
 (`_drawn`). Equal keys give equal values, so a remembered answer is the one
-a fresh view would give (tests/test_view_memo.py, test_traffic_memo.py,
+a fresh view would give (tests/page/test_view_memo.py, test_traffic_memo.py,
 test_hash_memo.py).
 """
 
@@ -265,7 +265,7 @@ def prefetch_json(request: str | None = None, files: Any = None) -> bool:
     this answer (its hash, progress and memo). Without, answer the next planned request into the answer
     memo, as `handle_json` does, and drop it from the plan. The worker calls this in idle time, one answer
     per call, so a request that arrives meanwhile waits for one at most. What a later request returns does
-    not change: every memo is keyed by all its value depends on (tests/test_view_prefetch.py).
+    not change: every memo is keyed by all its value depends on (tests/page/test_view_prefetch.py).
     """
     if isinstance(request, str):  # anything else (None, or a JavaScript null as Pyodide hands it over): no request
         STORE.warm[:] = _neighbours(json.loads(request), files)
@@ -778,7 +778,7 @@ def patches(state: State, derived: Derived) -> dict:
     bokeh.update(derived.land or teach.empty_landscape())
     p = teach.asked(mission, state.page) if derived.teach.asking else None
     if p is not None:
-        # It starts at the slider's low end, which is never the truth (tests/test_mission_sweep.py); the middle
+        # It starts at the slider's low end, which is never the truth (tests/missions/test_mission_sweep.py); the middle
         # was once within a step of it (mission 4: 2,000 ms for 2,006). Its title stays short: a long one pushed
         # the value out of sight.
         bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": p.lo,

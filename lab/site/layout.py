@@ -559,7 +559,7 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
         template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
     beside_names = []
     # Each plot's height, kept for it at the first paint: Bokeh draws the figures only once its script has run,
-    # and what lies below them would drop by as much when they appear (tests/test_layout_shift_page.py).
+    # and what lies below them would drop by as much when they appear (tests/browser/test_layout_shift_page.py).
     template.add_variable("plot_heights", {name: fig.height for name, fig in drawn.items()})
     if beside:
         for f in ARTICLE_FIGURES:

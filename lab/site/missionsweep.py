@@ -13,7 +13,7 @@ of the model and read the file afterwards.
 A fresh clone has no cache, so the repository carries one more copy,
 `SHIPPED` (`python -m lab.site.missionsweep` rewrites it): used for every
 mission when its stamp is the sources' own, so a clean checkout (and CI)
-builds without sweeping. tests/test_mission_sweep.py fails when it falls
+builds without sweeping. tests/missions/test_mission_sweep.py fails when it falls
 behind the model and says how to refresh it.
 
 `prefix-lab build` writes them all into the site as `SITE_FILE`:

@@ -1,5 +1,5 @@
 """An article on another origin that embeds the lab, and a proxy that sees every request: for browser tests
-and benchmarks of embeds (tests/test_embed_height.py, tests/test_embeds_page.py, bench/bench_embeds.py,
+and benchmarks of embeds (tests/browser/test_embed_height.py, tests/browser/test_embeds_page.py, bench/bench_embeds.py,
 bench/bench_embed_fit.py).
 
 `ArticleServer` serves article pages from its own port on 127.0.0.1, so the article and the lab are on two
