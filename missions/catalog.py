@@ -7,12 +7,8 @@ A mission opens when every mission in its `requires` has a star
 be reordered or added without anyone losing stars or access.
 
 Thresholds were set by running the model: every broken start scores no
-star, and tests/missions/test_missions.py holds a one-star and a three-star setup
+star, and tests/test_missions.py holds a one-star and a three-star setup
 for each, so a change to the model that moves a mission out of reach shows.
-Each hint names the setup its words point to (`hint`), and
-tests/missions/test_hints.py checks it against the mission's sweep: the setup must
-improve what the hint says it improves, and all of a mission's hints
-together must earn a star.
 A mission with a `trace` plays the first `trace_requests` requests of that
 public trace instead of the scenario's synthetic traffic (`lab.common.tracemission`
 finds and replays it); its scenario sets only the fleet.
@@ -23,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from model import Scenario
 
 from .grid import block
-from .scoring import Hint, Mission, Prediction, Threshold
+from .scoring import Mission, Prediction, Threshold
 
 __all__ = ["MISSIONS", "check_catalog", "find_mission", "unlocked"]
 
@@ -35,11 +31,6 @@ def _s(**text: str) -> Scenario:
 # The routers a sweep tries besides the cache-aware one (whose spill threshold it sweeps apart, as SPILLS).
 ROUTERS = "round_robin,least_loaded,power_of_two,consistent_hash,prefix_load_aware,cost"
 SPILLS = "off,0.1,0.2,0.5,1"
-
-
-def hint(text: str, better: str = "stars", **sets: str) -> Hint:
-    """A hint whose words point to `sets` (keys on the mission's start), which must improve `better`."""
-    return Hint(text, tuple((key.replace("__", "."), value) for key, value in sets.items()), better)
 
 
 def share(question: str, figure: str = "hit_rate") -> Prediction:
@@ -71,10 +62,9 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("replicas", 2),),
         grid=(block(fleet__cache="false,true", fleet__replicas="1,2,3,4,5,6,7,8"),),
         tradeoff=("replicas", "ttft_p50_ms"),
-        hints=(hint("The Prefix cache checkbox decides whether a replica keeps what it has already read.",
-                    fleet__cache="true"),
-               hint("Once prompts are cached, each request costs less: watch Time to first token over time while you "
-                    "take away Replicas.", fleet__cache="true", fleet__replicas="2")),
+        hints=("The Prefix cache checkbox decides whether a replica keeps what it has already read.",
+               "Once prompts are cached, each request costs less: watch Time to first token over time while you "
+               "take away Replicas."),
         predict=Prediction("ttft_p50_ms", "With no prefix cache, how long will the median request wait for its "
                            "first token?", 0, 1000, 10),
     ),
@@ -94,12 +84,10 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 100),),
         grid=(block(dynamic_text="none,top,bottom"),),
         tradeoff=("hit_rate", "ttft_p99_ms"),
-        hints=(hint("Read the line under Dynamic text in the prompt: how far into the prompt can two requests match?",
-                    "hit_rate", dynamic_text="bottom"),
-               hint("Watch Prefix cache hit rate over time as you move the Dynamic text.", "hit_rate",
-                    dynamic_text="bottom"),
-               hint("Per-request text that still differs costs a little on every request: compare the choices of "
-                    "Dynamic text on Distribution of time to first token.", "ttft_p99_ms", dynamic_text="none")),
+        hints=("Read the line under Dynamic text in the prompt: how far into the prompt can two requests match?",
+               "Watch Prefix cache hit rate over time as you move the Dynamic text.",
+               "Per-request text that still differs costs a little on every request: compare the choices of "
+               "Dynamic text on Distribution of time to first token."),
         predict=share("With the timestamp this early in the prompt, what share of prompt tokens will the cache "
                       "serve?"),
     ),
@@ -117,12 +105,10 @@ MISSIONS: tuple[Mission, ...] = (
         two_stars=(at_most("replicas", 4),),
         three_stars=(at_most("replicas", 3), at_most("ttft_p99_ms", 300)),
         grid=(block(router__kind="cache_aware," + ROUTERS, fleet__replicas="2,3,4,5,6,8"),),
-        hints=(hint("The Router picks the replica for each turn. Does the one in use look at what a replica holds?",
-                    router__kind="cache_aware"),
-               hint("Prefix cache hit rate over time shows how often a turn finds its conversation's history: watch it "
-                    "as you change the Router.", "hit_rate", router__kind="cache_aware"),
-               hint("Once the hit rate is high, take away Replicas one at a time and watch Distribution of time to "
-                    "first token.", router__kind="cache_aware", fleet__replicas="3")),
+        hints=("The Router picks the replica for each turn. Does the one in use look at what a replica holds?",
+               "Prefix cache hit rate over time shows how often a turn finds its conversation's history.",
+               "Once the hit rate is high, take away Replicas one at a time and watch Distribution of time to "
+               "first token."),
         predict=share("With eight replicas taking turns, what share of prompt tokens will the cache serve?"),
     ),
     Mission(
@@ -142,11 +128,10 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 400), at_least("hit_rate", 0.82)),
         grid=(block(router__spill_threshold_s="off,0,0.1,0.2,0.3,0.5,0.7,1,1.5,2,3"),),
         tradeoff=("ttft_p99_ms", "hit_rate"),
-        hints=(hint("How busy each replica was over time shows one replica carrying the hot tenant while others wait."),
-               hint("The Spill threshold says how far behind the warm replica may fall before a request goes elsewhere.",
-                    router__spill_threshold_s="0.5"),
-               hint("Spilling too eagerly gives away hit rate: keep Prefix cache hit rate over time in view while you "
-                    "move the Spill threshold.", "hit_rate", router__spill_threshold_s="0.5")),
+        hints=("How busy each replica was over time shows one replica carrying the hot tenant while others wait.",
+               "The Spill threshold says how far behind the warm replica may fall before a request goes elsewhere.",
+               "Spilling too eagerly gives away hit rate: keep Prefix cache hit rate over time in view while you "
+               "move the Spill threshold."),
         predict=Prediction("ttft_p99_ms", "With the cache-aware router never letting go, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 4000, 50),
     ),
@@ -166,11 +151,11 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 400),),
         grid=(block(fleet__memory_gb="0.5,1,2,3,4,6,8", fleet__replicas="2,3,4,6,8"),),
         tradeoff=("fleet_memory_gb", "hit_rate"),
-        hints=(hint("KV memory of the fleet over time shows the cache full during the surge: what does it throw away?"),
-               hint("Prefix memory per replica and Replicas both make room; the second star counts the whole fleet's "
-                    "memory.", fleet__memory_gb="2", fleet__replicas="6"),
-               hint("Find the least Prefix memory that keeps Prefix cache hit rate over time up through the surge, then "
-                    "look at the tail in Distribution of time to first token.", fleet__memory_gb="3")),
+        hints=("KV memory of the fleet over time shows the cache full during the surge: what does it throw away?",
+               "Prefix memory per replica and Replicas both make room; the second star counts the whole fleet's "
+               "memory.",
+               "Find the least Prefix memory that keeps Prefix cache hit rate over time up through the surge, then "
+               "look at the tail in Distribution of time to first token."),
         predict=share("With half a gigabyte per replica during the surge, what share of prompt tokens will the "
                       "cache serve?"),
     ),
@@ -189,12 +174,11 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 650),),
         grid=(block(router__kind="cache_aware", router__spill_threshold_s="off,0.2,0.5,1", fleet__replicas="2,3,4,5,6"),
               block(router__kind="round_robin,least_loaded,prefix_load_aware,cost", fleet__replicas="2,3,4,5,6")),
-        hints=(hint("Time to first token over time shows how far behind the fleet falls during the burst, and how "
-                    "slowly it catches up: add Replicas until it keeps up.", fleet__replicas="3"),
-               hint("A request whose prompt is already cached takes less of a replica: look at what the Router weighs.",
-                    "ttft_p99_ms", router__kind="cost"),
-               hint("With a router that follows the cache, the Spill threshold lets the burst overflow the warmest "
-                    "replica.", "ttft_p99_ms", router__kind="cache_aware", router__spill_threshold_s="0.2")),
+        hints=("Time to first token over time shows how far behind the fleet falls during the burst, and how "
+               "slowly it catches up.",
+               "A request whose prompt is already cached takes less of a replica: look at what the Router weighs.",
+               "With a router that follows the cache, the Spill threshold lets the burst overflow the warmest "
+               "replica."),
         predict=Prediction("ttft_p99_ms", "With two least-busy replicas in the burst, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 20000, 250),
     ),
@@ -215,11 +199,9 @@ MISSIONS: tuple[Mission, ...] = (
         grid=(block(router__kind="cache_aware", router__spill_threshold_s=SPILLS),
               block(router__kind=ROUTERS + ",random,bounded_hash,sglang")),
         tradeoff=("ttft_p99_ms", "hit_rate"),
-        hints=(hint("How busy each replica was over time shows one replica drowning: the hash never looks at load."),
-               hint("Try a Router that weighs how busy a replica is as well as what it holds.",
-                    router__kind="cache_aware"),
-               hint("The Spill threshold sets how far behind a warm replica may fall before its requests go elsewhere.",
-                    router__kind="cache_aware", router__spill_threshold_s="0.2")),
+        hints=("How busy each replica was over time shows one replica drowning: the hash never looks at load.",
+               "Try a Router that weighs how busy a replica is as well as what it holds.",
+               "The Spill threshold sets how far behind a warm replica may fall before its requests go elsewhere."),
         predict=Prediction("ttft_p99_ms", "With every system prompt pinned to its replica, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 20000, 250),
     ),
@@ -243,13 +225,10 @@ MISSIONS: tuple[Mission, ...] = (
                     fleet__memory_gb="1,4", fleet__replicas="3,4,6"),
               block(fleet__cache="false", router__kind="round_robin,least_loaded,cache_aware",
                     fleet__replicas="3,4,6")),
-        hints=(hint("Begin with the prompt: where does the Dynamic text in the prompt sit, and what can match after it?",
-                    "hit_rate", dynamic_text="none"),
-               hint("Then the Router: Prefix cache hit rate over time shows whether turns find their history.",
-                    "hit_rate", dynamic_text="none", router__kind="cache_aware"),
-               hint("Once both are fixed, see whether Prefix memory per replica holds the working set, and only then "
-                    "take away Replicas.", dynamic_text="none", router__kind="cache_aware", fleet__memory_gb="4",
-                    fleet__replicas="4")),
+        hints=("Begin with the prompt: where does the Dynamic text in the prompt sit, and what can match after it?",
+               "Then the Router: Prefix cache hit rate over time shows whether turns find their history.",
+               "Once both are fixed, see whether Prefix memory per replica holds the working set, and only then "
+               "take away Replicas."),
         predict=share("With the timestamp early in the prompt and turns taken in order, what share of prompt tokens "
                       "will the cache serve?"),
     ),
@@ -271,11 +250,11 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 850),),
         grid=(block(router__load_factor="1,1.05,1.1,1.15,1.2,1.25,1.3,1.4,1.5,1.75,2,2.5,3"),),
         tradeoff=("ttft_p99_ms", "hit_rate"),
-        hints=(hint("How busy each replica was over time: the hot prompt's replica carries far more than its share."),
-               hint("The Load bound caps what one replica may hold, as a multiple of a fair share; the overflow walks on "
-                    "along the ring.", router__load_factor="1.5"),
-               hint("A tighter Load bound moves more requests away from the replica that caches their prompt: keep "
-                    "Prefix cache hit rate over time in view as you tighten it.", router__load_factor="1.05")),
+        hints=("How busy each replica was over time: the hot prompt's replica carries far more than its share.",
+               "The Load bound caps what one replica may hold, as a multiple of a fair share; the overflow walks on "
+               "along the ring.",
+               "A tighter Load bound moves more requests away from the replica that caches their prompt: keep "
+               "Prefix cache hit rate over time in view as you tighten it."),
         predict=Prediction("ttft_p99_ms", "With a bound so loose it never refuses, how long will the slowest request "
                            "in a hundred wait for its first token?", 0, 20000, 250),
     ),
@@ -296,11 +275,11 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 800),),
         grid=(block(router__view_ttl_s="off,0,1,2,3,4,5,7,10,15,20,30,60,120"),),
         tradeoff=("router_overestimate", "hit_rate"),
-        hints=(hint("The router's wrong guesses are prefixes it counted on that the replica had already evicted."),
-               hint("Router forgets after sets how long the router trusts its memory of a prompt; during the surge the "
-                    "caches evict far sooner than that.", router__view_ttl_s="3"),
-               hint("Forgetting too soon drops prefixes that are still cached: watch Prefix cache hit rate over time as "
-                    "you shorten it.", "hit_rate", router__view_ttl_s="3")),
+        hints=("The router's wrong guesses are prefixes it counted on that the replica had already evicted.",
+               "Router forgets after sets how long the router trusts its memory of a prompt; during the surge the "
+               "caches evict far sooner than that.",
+               "Forgetting too soon drops prefixes that are still cached: watch Prefix cache hit rate over time as "
+               "you shorten it."),
         predict=share("With a router that remembers everything it sent, what share of its guesses will be wrong?",
                       "router_overestimate"),
     ),
@@ -323,13 +302,10 @@ MISSIONS: tuple[Mission, ...] = (
         grid=(block(router__kind="cache_aware", router__spill_threshold_s="0.5,1", fleet__fetch="off,rdma,host",
                     fleet__replicas="3,4,5,6"),
               block(router__kind="least_loaded,cost", fleet__fetch="off,rdma,host", fleet__replicas="3,4,5,6")),
-        hints=(hint("Compare finishing times, not queues: read what each choice of Router weighs before it picks.",
-                    router__kind="cost"),
-               hint("Fetch a prefix a peer holds over: copying the KV from a warm peer can take less time than computing "
-                    "it again.", "ttft_p99_ms", fleet__fetch="rdma"),
-               hint("With both in place the slowest calls still wait too long: add Replicas one at a time and watch "
-                    "Distribution of time to first token.", router__kind="cost", fleet__fetch="rdma",
-                    fleet__replicas="5")),
+        hints=("Compare finishing times, not queues: read what each choice of Router weighs before it picks.",
+               "Fetch a prefix a peer holds over: copying the KV from a warm peer can take less time than computing "
+               "it again.",
+               "With both in place, take away Replicas and watch Distribution of time to first token."),
         predict=Prediction("ttft_p99_ms", "With the router spilling to cold replicas, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 5000, 50),
     ),
@@ -350,11 +326,11 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("replicas", 3),),
         grid=(block(traffic__agent_warm_first="false,true", router__kind="cache_aware,round_robin,least_loaded,cost",
                     fleet__replicas="2,3,4,5,6"),),
-        hints=(hint("Time to first token over time jumps each time a fan-out's sub-calls arrive together."),
-               hint("Send the first sub-call alone, the rest at its first token: the others then read a prefix instead "
-                    "of racing to compute it.", traffic__agent_warm_first="true"),
-               hint("Once the sub-calls share their prefix, take away Replicas and watch Distribution of time to first "
-                    "token.", traffic__agent_warm_first="true", fleet__replicas="3")),
+        hints=("Time to first token over time jumps each time a fan-out's sub-calls arrive together.",
+               "Send the first sub-call alone, the rest at its first token: the others then read a prefix instead "
+               "of racing to compute it.",
+               "Once the sub-calls share their prefix, take away Replicas and watch Distribution of time to first "
+               "token."),
         predict=Prediction("ttft_p99_ms", "With eight sub-calls racing for one cold prefix, how long will the "
                            "slowest request in a hundred wait for its first token?", 0, 10000, 100),
     ),
@@ -380,12 +356,11 @@ MISSIONS: tuple[Mission, ...] = (
         trace_requests=1750,
         grid=(block(router__kind="cache_aware", router__spill_threshold_s="off,1,2", fleet__replicas="2,3,4,6,8,16"),
               block(router__kind="round_robin,least_loaded,cost", fleet__replicas="2,3,4,6,8,16")),
-        hints=(hint("Prefix cache hit rate over time: when replicas take turns, a conversation's next turn rarely "
-                    "lands where its history is."),
-               hint("Try a Router that sends each turn to the replica that already holds the conversation.",
-                    router__kind="cache_aware"),
-               hint("Once the hit rate climbs, take away Replicas step by step and watch Distribution of time to first "
-                    "token.", router__kind="cache_aware", fleet__replicas="4")),
+        hints=("Prefix cache hit rate over time: when replicas take turns, a conversation's next turn rarely lands "
+               "where its history is.",
+               "Try a Router that sends each turn to the replica that already holds the conversation.",
+               "Once the hit rate climbs, take away Replicas step by step and watch Distribution of time to first "
+               "token."),
         predict=share("With eight replicas taking turns on real traffic, what share of prompt tokens will the cache "
                       "serve?"),
     ),
@@ -407,12 +382,11 @@ MISSIONS: tuple[Mission, ...] = (
         grid=(block(fleet__replicas="1,2,3,4,5,6,7,8"),
               block(fleet__prefill_replicas="1,2,3", fleet__decode_replicas="1,2,3,4")),
         tradeoff=("gpus", "tbt_slo_met"),
-        hints=(hint("Every prefill chunk holds up each answer decoding beside it: the pauses between tokens are what "
-                    "miss their target."),
-               hint("GPUs that only decode never share a step with a prefill, and GPUs that only prefill feed them.",
-                    fleet__prefill_replicas="2", fleet__decode_replicas="3"),
-               hint("Count GPUs, not Replicas: once prefill and decode are apart, spend GPUs where the targets need "
-                    "them.", fleet__prefill_replicas="1", fleet__decode_replicas="2")),
+        hints=("Every prefill chunk holds up each answer decoding beside it: the pauses between tokens are what "
+               "miss their target.",
+               "GPUs that only decode never share a step with a prefill, and GPUs that only prefill feed them.",
+               "Count GPUs, not Replicas: once prefill and decode are apart, spend GPUs where the targets need "
+               "them."),
         predict=share("With prefill chunks sharing every replica, what share of answers will never pause longer "
                       "than the TBT target?", "tbt_slo_met"),
     ),
@@ -435,13 +409,12 @@ MISSIONS: tuple[Mission, ...] = (
         grid=(block(router__balance_abs_threshold="0,1,2,4,8,16,32,64,128",
                     router__cache_threshold="0.3,0.5,0.7,0.9"),),
         tradeoff=("ttft_p99_ms", "hit_rate"),
-        hints=(hint("How busy each replica was over time shows one replica doing all the work: every request ties on "
-                    "load, and the tree always names the same replica."),
-               hint("Lower the Imbalance spread until the load check fires at the few requests a busy replica really "
-                    "holds.", router__balance_abs_threshold="4"),
-               hint("Watch Prefix cache hit rate over time as you lower the Imbalance spread: with none at all, prompts "
-                    "scatter away from the replicas that hold their prefixes.", "hit_rate",
-                    router__balance_abs_threshold="1")),
+        hints=("How busy each replica was over time shows one replica doing all the work: every request ties on "
+               "load, and the tree always names the same replica.",
+               "Lower the Imbalance spread until the load check fires at the few requests a busy replica really "
+               "holds.",
+               "Watch Prefix cache hit rate over time as you lower the Imbalance spread: with none at all, prompts "
+               "scatter away from the replicas that hold their prefixes."),
         predict=Prediction("ttft_p99_ms", "With every request sent to one replica, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 5000, 50),
     ),

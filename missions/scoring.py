@@ -27,7 +27,7 @@ from model import Result, Scenario
 
 from .grid import Block, setups
 
-__all__ = ["BETTER", "Hint", "Mission", "Prediction", "Threshold", "Verdict", "figures", "score", "setup_figures", "unearnable"]
+__all__ = ["BETTER", "Mission", "Prediction", "Threshold", "Verdict", "figures", "score", "setup_figures", "unearnable"]
 
 FIGURES = {  # figure -> (label, how to show a value)
     "hit_rate": ("hit rate", lambda v: f"{v * 100:.1f}%"),
@@ -122,24 +122,6 @@ class Prediction:
 
 
 @dataclass(frozen=True, slots=True)
-class Hint:
-    """A hint's words and the setup they point to, so that the mission's sweep can check what they promise.
-
-    `sets` is the setup the words describe, as keys set on the mission's start (the keys of earlier hints it
-    builds on included); `better` is what that setup improves over the start: "stars", or a figure of
-    FIGURES, the way `BETTER` says. A hint that only points at a chart sets nothing and promises nothing.
-    """
-
-    text: str
-    sets: tuple[tuple[str, str], ...] = ()
-    better: str = "stars"
-
-    def __post_init__(self) -> None:
-        if self.better != "stars" and self.better not in BETTER:
-            raise ValueError(f"hint {self.text!r}: better must be 'stars' or one of {', '.join(BETTER)}")
-
-
-@dataclass(frozen=True, slots=True)
 class Mission:
     id: str  # short, for URLs and the CLI
     title: str
@@ -155,7 +137,7 @@ class Mission:
     trace_requests: int = 0  # ("" : the scenario's own synthetic traffic)
     grid: tuple[Block, ...] = ()  # the setups the sweep runs (missions/grid.py)
     tradeoff: tuple[str, str] = ("replicas", "ttft_p99_ms")  # two figures that pull apart; the first ranks first
-    hints: tuple[Hint, ...] = ()  # offered one at a time, in order; each names a control or a chart, never a value
+    hints: tuple[str, ...] = ()  # offered one at a time, in order; each names a control or a chart, never a value
     predict: Prediction | None = None  # asked before the first run
 
     def __post_init__(self) -> None:
@@ -183,7 +165,7 @@ class Mission:
             "two_stars": "; ".join(t.text() for t in self.two_stars),
             "three_stars": "; ".join(t.text() for t in self.three_stars),
             "controls": list(self.controls), "requires": list(self.requires), "start": self.start.to_dict(),
-            "grid": [b.to_dict() for b in self.grid], "tradeoff": list(self.tradeoff), "hints": [h.text for h in self.hints],
+            "grid": [b.to_dict() for b in self.grid], "tradeoff": list(self.tradeoff), "hints": list(self.hints),
             "predict": None if self.predict is None else self.predict.to_dict(),
             **({"trace": self.trace, "trace_requests": self.trace_requests} if self.trace else {}),
         }

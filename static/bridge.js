@@ -532,7 +532,6 @@ function nameInputs(only = null) {  // `only`: one document's views (one just dr
         group.setAttribute("role", "group");
         for (const b of group.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.classList.contains("bk-active")));
       }
-      for (const target of shadow.querySelectorAll(".noUi-target")) exactValue(target);
       for (const handle of shadow.querySelectorAll("[role=slider]")) {
         const off = handle.closest("[disabled]") !== null;
         handle.tabIndex = off ? -1 : 0;
@@ -540,25 +539,6 @@ function nameInputs(only = null) {  // `only`: one document's views (one just dr
       }
     }
   }
-}
-
-// noUiSlider (Bokeh's slider) reports `aria-valuenow` to one decimal: a 55% guess (0.55) read
-// 0.6, a load bound of 1.05 read 1.1. Once per slider, after each of its own updates, every
-// handle reports the exact value instead (its `aria-valuetext` already says it as shown).
-function exactValue(target) {
-  const slider = target.noUiSlider;
-  if (!slider || target.dataset.exactValue) return;
-  target.dataset.exactValue = "true";
-  const update = () => {
-    const values = [].concat(slider.get(true));
-    target.querySelectorAll("[role=slider]").forEach((handle, i) => {
-      if (i >= values.length) return;
-      const exact = Number(values[i]);  // noUiSlider's own text stays where it is already exact ("8.0")
-      if (Number(handle.getAttribute("aria-valuenow")) !== exact) handle.setAttribute("aria-valuenow", String(exact));
-    });
-  };
-  slider.on("update.exact", update);
-  update();
 }
 
 // -- talking to the worker --------------------------------------------------------

@@ -9,8 +9,6 @@ need (page key `axes=ttft:2400,memory:310,dist:26`), so a change never
 rescales a chart under the player's eyes; "Lock the axes" does the same
 without a baseline, and unlocking fits them to the data again, on every
 change (they are fixed ranges the view sets, never Bokeh's own fitting).
-A locked axis still grows when a run draws above it (`axes_patches`):
-holding still never means cutting a line off.
 
 Standard library and `model` only: this runs in the browser too.
 """
@@ -24,7 +22,7 @@ from lab.page.figures import hit_columns, ttft_columns, ttft_histogram
 from lab.page.fleetview import memory_data
 from model import Result
 
-__all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "peaks", "deltas_html", "read_axes", "write_axes"]
+__all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "read_axes", "write_axes"]
 
 AXES = ("ttft", "memory", "dist")  # charts whose y axis follows the data (the hit rate's is 0-100% always)
 DELTAS = (  # summary key, label, unit, scale, decimals: the headline's "what moved"
@@ -56,24 +54,18 @@ def write_axes(axes: Mapping[str, float]) -> str:
     return ",".join(f"{name}:{axes[name]:g}" for name in AXES if name in axes)
 
 
-def peaks(*results: Result | None) -> dict[str, float]:
-    """The highest value each chart draws for `results` (a stacked area's top; a histogram's tallest bar)."""
+def bounds(*results: Result | None) -> dict[str, float]:
+    """The y-axis tops that show every one of `results` (rounded up to two significant figures)."""
     tops = {"ttft": 0.0, "memory": 0.0, "dist": 0.0}
     for r in results:
         if r is None:
             continue
         s = r.series
-        tops["ttft"] = max(tops["ttft"], *(v for v in s.ttft_p99_ms if v is not None), *(v for v in s.ttft_p50_ms
-                                                                                        if v is not None), 0.0)
+        tops["ttft"] = max(tops["ttft"], *(v for v in s.ttft_p99_ms if v is not None), 0.0)
         memory = memory_data(r)
-        tops["memory"] = max(tops["memory"], *memory["total"], *memory["evicted"], *memory["pinned"], 0.0)
+        tops["memory"] = max(tops["memory"], *memory["total"], *memory["evicted"], 0.0)
         tops["dist"] = max(tops["dist"], *ttft_histogram(r)["share"], 0.0)
-    return tops
-
-
-def bounds(*results: Result | None) -> dict[str, float]:
-    """The y-axis tops that show every one of `results` (rounded up to two significant figures)."""
-    return {name: _nice(top * HEADROOM) for name, top in peaks(*results).items() if top > 0}
+    return {name: _nice(top * HEADROOM) for name, top in tops.items() if top > 0}
 
 
 def _nice(x: float) -> float:
@@ -82,19 +74,9 @@ def _nice(x: float) -> float:
     return math.ceil(x / scale - 1e-9) * scale
 
 
-def axes_patches(locked: Mapping[str, float], *results: Result | None) -> dict[str, dict]:
-    """Each chart's y range, 0 to its top: the locked top, else one fitted to the runs shown (`bounds`).
-
-    A locked top holds only while every value drawn fits under it: a run that reaches above it gets the
-    fitted top instead, so no line is ever cut off without a word (the axis grows; it never hides data).
-    """
-    fitted, highest = bounds(*results), peaks(*results)
-    out = {}
-    for name in AXES:
-        lock = locked.get(name)
-        top = lock if lock is not None and highest[name] <= lock else fitted.get(name, lock or 1.0)
-        out[f"yr:{name}"] = {"start": 0, "end": top}
-    return out
+def axes_patches(locked: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, dict]:
+    """Each chart's y range, 0 to its top: the locked top, else one fitted to the runs shown (`bounds`)."""
+    return {f"yr:{name}": {"start": 0, "end": locked.get(name, fitted.get(name, 1.0))} for name in AXES}
 
 
 def base_patches(base: Result | None) -> dict[str, dict]:

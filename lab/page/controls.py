@@ -27,7 +27,6 @@ Standard library and `model` only: this runs in the browser too.
 
 import html
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +94,8 @@ class Control:
     def help(self, scenario: Scenario | None = None) -> str:
         """The help line, from the glossary; a menu's explains its chosen option."""
         if self.widget == "select" and scenario is not None:
-            value = scenario.get(self.key)  # an option the glossary has no line for says what the menu is for
-            return f"{self.labels[self.options.index(value)]}: {brief(value) or brief(self.key)}"
+            value = scenario.get(self.key)
+            return f"{self.labels[self.options.index(value)]}: {brief(value)}"
         return brief(self.key)
 
     def show(self, value: Any) -> str:
@@ -333,26 +332,10 @@ def _number(value: Any) -> float | None:
 
 
 def for_people(text: str) -> str:
-    """A model message as people read it: each control's key put as its words, a `key=value` as the words and
-    the value as the control shows it, a preset's id as its label ('fleet.replicas: 900 ...' -> 'Replicas:
-    900 ...'; 'fleet.replicas=4 is not used' -> 'Replicas 4 is not used'; 'article_14b_h100' -> its label)."""
-    def pair(m: re.Match[str]) -> str:
-        c = _BY_KEY[m.group(1)]
-        value = m.group(3)
-        if value is None:
-            return c.words
-        if c.options and value in c.options:
-            value = c.labels[c.options.index(value)]
-        return f"{c.words} {value}"
-
-    keys = "|".join(re.escape(k) for k in sorted(_BY_KEY, key=len, reverse=True))
-    text = re.sub(rf"(?<![\w.])({keys})(=([^\s,;:)]+))?(?![\w.])", pair, text)
-    for name, preset in PRESETS.items():
-        if not re.search(r"[_\d]", name):
-            continue  # 'lab' is a word too ("lab mode")
-        text = text.replace(f"{preset.label} ({name})", preset.label)
-        text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", preset.label, text)
-    return text
+    """A model message with a control's key put as its label: 'fleet.replicas: 900 ...' -> 'Replicas: 900 ...'."""
+    key, sep, rest = text.partition(": ")
+    c = _BY_KEY.get(key)
+    return f"{c.words}: {rest}" if sep and c is not None else text
 
 
 EVENT_NAMES = {"timestamp": "Timestamp at the top", "surge": "Tenant surge", "burst": "Burst"}

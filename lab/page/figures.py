@@ -184,11 +184,6 @@ def _load_caption(c: Context) -> str:
     most, replica, when = max(peaks)
     queue = (f" The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
              if most >= 0.05 else " No replica ever had more than a few milliseconds of work queued.")
-    waited = max((rec.queue_ms for rec in c.result.records), default=0.0) / 1000
-    if c.scenario.fleet.decode and waited > 2 * most + 1:  # the queue's work is not all a request waits for
-        queue += (f" Requests waited up to {waited:,.1f} s before their prefill began: beyond the prefill work "
-                  "ahead of them, they waited for room in the batch (KV memory and running slots held by answers "
-                  "still decoding), which the strip does not count as work.")
     return (f"Over the run, replica {hot} was busy {mean[hot]:.0%} of the time and replica {cold} "
             f"{mean[cold]:.0%}; darker cells are busier, and the swatch left of each row is the replica's colour in "
             f"the tree and the table.{queue}")

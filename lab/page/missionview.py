@@ -327,10 +327,8 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
     for n, m in enumerate(MISSIONS, 1):
         stars = progress.get(m.id, 0)
         picked = mission is not None and m.id == mission.id
-        after = _opens_after(n, m)
-        name = f"{n}. {m.title}{' ' + after if after else ''}, {stars} of 3 stars"  # the visible words first
-        note = f' <span class="after">{html.escape(after)}</span>' if after else ""
-        shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}{note}</span> ' \
+        name = f"{n}. {m.title}, {stars} of 3 stars"
+        shown = f'<span class="n">{n}.</span> <span class="title">{html.escape(m.title)}</span> ' \
                 f'<span class="stars" aria-hidden="true">{_stars(stars)}</span>'
         if m.id in open_ids:
             items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
@@ -360,16 +358,6 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
                   '<a href="docs/workshop.html">The workshop guide</a> has the rest.</p></details>')
         return head + listed + f'<div class="mission-detail">{detail}</div>'
     return head + listed + f'<div class="mission-detail">{_detail(mission, verdict, play, scenario, teach)}</div>'
-
-
-def _opens_after(n: int, mission: Mission) -> str:
-    """'opens after 3' when the mission opens on a star in missions other than the one listed just before it
-    (mission 13 builds on mission 3's routing, not on mission 12): the list says why it is open early."""
-    before = MISSIONS[n - 2].id if n >= 2 else None
-    if not mission.requires or list(mission.requires) == [before]:
-        return ""
-    numbers = [str(i) for i, m in enumerate(MISSIONS, 1) if m.id in mission.requires]
-    return "opens after " + " and ".join(numbers)
 
 
 def _reset(play: Play) -> str:
@@ -459,7 +447,7 @@ def _hints(mission: Mission, verdict: Verdict, teach: Teach) -> str:
     if not mission.hints or teach.asking:
         return ""
     shown = mission.hints[:teach.hints]
-    listed = ('<ol class="hints" aria-label="Hints">' + "".join(f"<li>{html.escape(h.text)}</li>" for h in shown) + "</ol>"
+    listed = ('<ol class="hints" aria-label="Hints">' + "".join(f"<li>{html.escape(h)}</li>" for h in shown) + "</ol>"
               if shown else "")
     offer = ('<p class="offer">Two minutes and not passed yet: a hint is here if you want one.</p>'
              if teach.offer and not shown and not verdict.passed else "")

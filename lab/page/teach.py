@@ -109,23 +109,7 @@ def empty_landscape() -> dict[str, dict]:
     none: dict[str, list] = {"x": [], "y": [], "color": [], "stars": [], "setup": []}
     return {"src:land": {"data": none}, "src:land_front": {"data": {"x": [], "y": []}},
             "src:land_start": {"data": {"x": [], "y": []}}, "src:land_you": {"data": {"x": [], "y": []}},
-            "ax:land_x": {"axis_label": ""}, "ax:land_y": {"axis_label": ""},
-            "xr:land": {"start": 0, "end": 1}, "yr:land": {"start": 0, "end": 1}}
-
-
-OUTLIER = 5  # a time more than this many times the broken start's (and yours) is drawn off the chart, and said
-
-
-def axis_range(values: list[float], keep: list[float], times: bool) -> tuple[dict[str, float], list[float]]:
-    """The range one axis of the landscape shows, and the values above it. Every value of `keep` (the start's
-    and the player's) is shown; on a time axis a setup far slower than those (mission 1's single replica:
-    66 s against a quarter of a second) would squash every other dot at zero, so it is left above the chart."""
-    cap = OUTLIER * max(max(keep), sorted(values)[len(values) // 2]) if times and values else float("inf")
-    shown = [v for v in values + keep if v <= cap]
-    lo, hi = min(shown), max(shown)
-    pad = (hi - lo) * 0.06 or max(abs(hi) * 0.06, 1.0)
-    return ({"start": max(0.0, lo - pad) if lo >= 0 else lo - pad, "end": hi + pad},
-            [v for v in values if v > hi + pad])
+            "ax:land_x": {"axis_label": ""}, "ax:land_y": {"axis_label": ""}}
 
 
 def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result: Result) -> tuple[dict[str, dict], str]:
@@ -147,19 +131,11 @@ def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result
         "src:land_you": {"data": {"x": [mine[fx] * sx], "y": [mine[fy] * sy]}},
         "ax:land_x": {"axis_label": _label(fx)}, "ax:land_y": {"axis_label": _label(fy)},
     }
-    off = []
-    for axis, f, scale, mine_v, start_v in (("x", fx, sx, mine[fx] * sx, start[fx] * sx),
-                                            ("y", fy, sy, mine[fy] * sy, start[fy] * sy)):
-        patches[f"{axis}r:land"], above = axis_range(cols[axis], [mine_v, start_v], f.endswith("_ms"))
-        if above:
-            off.append(f"{len(above)} setup{'s' if len(above) > 1 else ''} with {FIGURES[f][0]} above "
-                       f"{FIGURES[f][1](patches[f'{axis}r:land']['end'] / scale)} (up to "
-                       f"{FIGURES[f][1](max(above) / scale)}) {'are' if len(above) > 1 else 'is'} off the chart")
     show_x, show_y = FIGURES[fx][1], FIGURES[fy][1]
     words = (f'<p class="standing" data-beats="{standing["beats"]:.6g}">Your setup ({html.escape(show_x(mine[fx]))}, '
              f"{html.escape(show_y(mine[fy]))}) beats <strong>{standing['beats']:.0%}</strong> of the "
              f"{standing['swept']:,} setups this mission's grid allows"
              + (f" and ties {standing['ties']:.0%}" if standing["ties"] else "")
              + f' (<abbr title="{html.escape(beats_rule(mission))}">how setups are compared</abbr>). The chart below '
-             "places it among them" + "".join(f"; {html.escape(o)}" for o in off) + ".</p>")
+             "places it among them.</p>")
     return patches, words

@@ -16,11 +16,10 @@ the hit rate of one cache with no limit (`model.trace_reuse`).
 Standard library and `model` only: this runs in the browser too.
 """
 
-import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
-from model import BLOCK_TOKENS, Result, Scenario, TraceReuse, profile_of, replay, spec_of, trace_reuse
+from model import BLOCK_TOKENS, Result, Scenario, TraceReuse, replay, trace_reuse
 
 __all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "as_bytes", "command", "mission_file", "replay_source",
            "summary_html"]
@@ -100,46 +99,13 @@ def _quoted(name: str) -> str:
     return name if safe else "'" + name.replace("'", "'\\''") + "'"
 
 
-def summary_html(name: str, run: TraceRun, limit: int, scenario: Scenario | None = None) -> str:
-    """The trace in a few numbers: requests, distinct blocks, the reuse ceiling against the fleet's hit rate; and,
-    given the `scenario` it ran on, what the fleet's memory can hold of it."""
+def summary_html(name: str, run: TraceRun, limit: int) -> str:
+    """The trace in a few numbers: requests, distinct blocks, the reuse ceiling against the fleet's hit rate."""
     import html
     r, reuse = run.result, run.reuse
     cut = (f" (the first {limit:,}: the page replays no more)" if run.cut else "")
-    text = (f"<p><strong>{html.escape(name)}</strong>: {reuse.requests:,} requests{cut}, "
+    return (f"<p><strong>{html.escape(name)}</strong>: {reuse.requests:,} requests{cut}, "
             f"{reuse.prompt_tokens:,} prompt tokens in {reuse.distinct_blocks:,} distinct blocks of "
             f"{BLOCK_TOKENS} tokens. One cache with no limit would serve <strong>{reuse.ceiling:.1%}</strong> "
             f"of the prompt tokens (the reuse ceiling); this fleet served <strong>{r.hit_rate:.1%}</strong>. "
             f"The run spans {r.series.bin_s * len(r.series.start_s):,.0f} s.</p>")
-    return text + ("" if scenario is None else _room_html(scenario, run))
-
-
-def _room_html(scenario: Scenario, run: TraceRun) -> str:
-    """What one replica's prefix memory holds against the trace's prompts, and what would hold the trace."""
-    profile, _ = profile_of(scenario)
-    fleet = scenario.fleet
-    room = profile.tokens_in(fleet.memory_gb)
-    prompts = [rec.prompt_tokens for rec in run.result.records]
-    if not prompts or not fleet.cache:
-        return ""
-    biggest, over = max(prompts), sum(1 for n in prompts if n > room)
-    said = []
-    if over:
-        said.append(f"Its largest prompt is {biggest:,} tokens, and one replica's {fleet.memory_gb:g} GB of prefix "
-                    f"memory holds {room:,}: {over:,} of its prompts are bigger than a replica's whole cache, so "
-                    "they can never be found in it whole, and each one evicts what the others left.")
-    whole = run.reuse.distinct_blocks * BLOCK_TOKENS  # every distinct block once, somewhere in the fleet
-    per_gb = profile.tokens_in(1.0)
-    need = whole / per_gb / fleet.replicas  # GB per replica, the blocks spread evenly over the fleet
-    if need > fleet.memory_gb:
-        spec = spec_of("fleet.memory_gb")
-        top = spec.hi if spec.hi is not None else math.inf  # what a link may set
-        hi = spec.page[1] if spec.page else top  # what the slider reaches
-        asked = math.ceil(need)
-        reach = ("" if need <= hi else
-                 f" (the slider stops at {hi:g} GB: put <code>fleet.memory_gb={asked}</code> in the page's address)"
-                 if asked <= top else f" (more than the lab allows, {top:g} GB: add Replicas as well)")
-        said.append(f"To keep all its {whole:,} distinct tokens, this fleet of {fleet.replicas} would need about "
-                    f"{need:,.0f} GB of prefix memory per replica{reach}; with less, its hit rate stays below the "
-                    "reuse ceiling.")
-    return "".join(f"<p>{sentence}</p>" for sentence in said)

@@ -31,7 +31,7 @@ at the run's end), the synthetic traffic by the keys it reads (`traffic`: a
 fleet or router change sends the same requests), a URL hash's reading by its
 text (`_read_hash`), and each figure's drawing by what it declares it reads
 (`_drawn`). Equal keys give equal values, so a remembered answer is the one
-a fresh view would give (tests/page/test_view_memo.py, test_traffic_memo.py,
+a fresh view would give (tests/test_view_memo.py, test_traffic_memo.py,
 test_hash_memo.py).
 """
 
@@ -103,8 +103,6 @@ METRICS = (  # headline: result key, label, how to show it
     ("replica_count", "Replicas", "{:d}"),
 )
 
-GUESS_NAMES = {  # a guessed figure's name in the slider's title, where the figure's own label is too long
-    "router_overestimate": "wrong guesses", "ttft_slo_met": "TTFT target met", "tbt_slo_met": "TBT target met"}
 EVENT_COLOURS = {"timestamp": "#d62728", "surge": "#9467bd", "burst": "#ff7f0e"}
 EVENT_FIELDS = {"timestamp": ("evt:at",), "surge": ("evt:at", "evt:duration"),
                 "burst": ("evt:at", "evt:duration", "evt:factor")}  # the event inputs each kind reads
@@ -265,7 +263,7 @@ def prefetch_json(request: str | None = None, files: Any = None) -> bool:
     this answer (its hash, progress and memo). Without, answer the next planned request into the answer
     memo, as `handle_json` does, and drop it from the plan. The worker calls this in idle time, one answer
     per call, so a request that arrives meanwhile waits for one at most. What a later request returns does
-    not change: every memo is keyed by all its value depends on (tests/page/test_view_prefetch.py).
+    not change: every memo is keyed by all its value depends on (tests/test_view_prefetch.py).
     """
     if isinstance(request, str):  # anything else (None, or a JavaScript null as Pyodide hands it over): no request
         STORE.warm[:] = _neighbours(json.loads(request), files)
@@ -737,7 +735,7 @@ def patches(state: State, derived: Derived) -> dict:
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
         **compare.base_patches(derived.base_result),
-        **compare.axes_patches(_locked_axes(state, derived), derived.result, derived.base_result),
+        **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
     context = Context(scenario, derived.result, run, state.page)
     text = scenario.to_text()
@@ -778,12 +776,9 @@ def patches(state: State, derived: Derived) -> dict:
     bokeh.update(derived.land or teach.empty_landscape())
     p = teach.asked(mission, state.page) if derived.teach.asking else None
     if p is not None:
-        # It starts at the slider's low end, which is never the truth (tests/missions/test_mission_sweep.py); the middle
-        # was once within a step of it (mission 4: 2,000 ms for 2,006). Its title stays short: a long one pushed
-        # the value out of sight.
-        bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": p.lo,
+        bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
                                           "format": "0%" if p.hi <= 1 else "0,0",
-                                          "title": f"Your guess: {GUESS_NAMES.get(p.figure, FIGURES_SCORED[p.figure][0])}"}
+                                          "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
@@ -791,7 +786,7 @@ def patches(state: State, derived: Derived) -> dict:
         dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
-    notices = capped(state.notices + tuple(for_people(n[0].upper() + n[1:] + ".") for n in derived.result.notes))
+    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     traced, name = derived.traced, state.page.get("trace")
     if traced is not None and name is None and mission is not None:  # the mission's own trace
@@ -799,8 +794,7 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
     if derived.fetch is not None and derived.fetch["key"].startswith(MISSION_KEY):
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
-    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario),
-                                                                                 scenario)}
+    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
     dom.update(_gpu_fit_dom(scenario))
     dom["#deltas"] = {"hidden": derived.base is None,
@@ -809,9 +803,7 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#compare-tools"] = {"html": _compare_tools(state, derived)}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
-    held_back = bool(derived.teach.asking and mission is not None and mission.predict is not None
-                     and mission.predict.figure == "router_overestimate")  # the figure the player is guessing
-    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result, held_back)}
+    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
     dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
     dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
@@ -831,7 +823,7 @@ def _gpu_fit_dom(scenario: Scenario) -> dict[str, dict]:
     preset = PRESETS[hw.preset]
     said = (f"{preset.label} runs on your GPU fit {fit.name}: {fit.gemm_flops_per_s / 1e12:,.0f} TFLOP/s and "
             f"{fit.gemm_bytes_per_s / 1e12:.2f} TB/s in its matrix products." if preset.gpu else
-            f"Your GPU fit {fit.name} is kept, but {preset.label} is not a measured model: choose a Llama, CodeLlama "
+            f"Your GPU fit {fit.name} is kept, but {hw.preset} is not a measured model: choose a Llama, CodeLlama "
             "or Qwen preset under Model and GPU to run on it.")
     return {"#gpu-fit-off": {"hidden": False}, "#gpu-fit-status": {"text": said}}
 
@@ -897,25 +889,7 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
         "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
         "color": [EVENT_COLOURS[e.kind] for e in ev],
         "label": [EVENT_NAMES[e.kind] for e in ev],
-        "label_y": _label_rows(scenario),
     }}}
-
-
-LABEL_SPAN = 0.2  # the share of the run's length an event's label takes on a chart, about
-LABEL_ROW = 0.11  # one row of labels, as a share of a chart's height (the events' own 0-1 range)
-
-
-def _label_rows(scenario: Scenario) -> list[float]:
-    """Where each event's label sits, top down: a label that would overprint an earlier one (an event starting
-    about as early) goes a row lower."""
-    rows: list[tuple[float, int]] = []
-    out = []
-    for e in scenario.events:
-        taken = {row for at, row in rows if abs(at - e.at_s) < LABEL_SPAN * scenario.duration_s}
-        row = next(r for r in range(len(rows) + 1) if r not in taken)
-        rows.append((e.at_s, row))
-        out.append(round(1 - LABEL_ROW * row, 3))
-    return out
 
 
 def _locked_axes(state: State, derived: Derived) -> dict[str, float]:
@@ -964,13 +938,9 @@ def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> st
         return (f"{result.requests:,} requests replayed from {trace}; {result.prefill_gpu_s:,.1f} GPU-seconds of "
                 f"prefill, {result.recompute_gpu_s:,.1f} of them recomputing blocks another replica held.")
     rate = scenario.traffic.session_rate * scenario.traffic.turns_mean
-    last = max((rec.arrival_s for rec in result.records), default=0.0)
-    when = f"in {scenario.duration_s:g} s (about {rate:.1f} per second)"
-    if last > scenario.duration_s:  # turns that waited for their answers arrive after the sessions stop starting
-        when = (f"from sessions starting in the first {scenario.duration_s:g} s (about {rate:.1f} requests a "
-                f"second); each turn waits for the answer before it, so the last arrived at {last:,.1f} s")
-    return (f"{result.requests:,} requests {when}; {result.prefill_gpu_s:,.1f} GPU-seconds of prefill, "
-            f"{result.recompute_gpu_s:,.1f} of them recomputing tokens another replica held.")
+    return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
+            f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "
+            f"recomputing tokens another replica held.")
 
 
 def _events_html(scenario: Scenario, removable: bool = True) -> str:

@@ -34,11 +34,10 @@ from bokeh.models import (
     ColumnDataSource,
     Div,
     FactorRange,
+    FixedTicker,
     HoverTool,
     LabelSet,
     LinearColorMapper,
-    LogTicker,
-    NumeralTickFormatter,
     Range1d,
     Span,
 )
@@ -183,10 +182,9 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
              fill_color="color", fill_alpha=0.12, line_alpha=0)  # colours match the events list
-    fig.add_layout(LabelSet(x="left", y="label_y", y_range_name="events", text="label", source=events,
-                            text_font_size="11px", text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
+    fig.add_layout(LabelSet(x="left", y=1, y_range_name="events", text="label", source=events, text_font_size="11px",
+                            text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
     fig.y_range.start = 0
-    fig.yaxis.formatter = NumeralTickFormatter(format="0,0.[00]")  # 200,000 ms, not 2.000e+5
     return fig
 
 
@@ -260,10 +258,9 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
                fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
         f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
         f.y_range.start = 0
-        # 1-2-5 steps while the run spans a few decades, whole decades when it spans more (Bokeh's LogTicker
-        # thins them so that the labels never overprint), each written out in full: 500,000, not 5.000e+5.
-        f.xaxis.ticker = LogTicker(mantissas=[1, 2, 5], desired_num_ticks=6)
-        f.xaxis.formatter = NumeralTickFormatter(format="0,0")
+        # 1-2-5 steps read well on a log axis; Bokeh's default crowds the upper decades.
+        f.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(0, 6) for m in (1, 2, 5)],
+                                     minor_ticks=[m * 10 ** e for e in range(0, 6) for m in range(1, 10)])
         out["dist"] = f
     for name in which:
         if name in ARTICLE_DRAW:
@@ -514,8 +511,7 @@ def landscape(view: dict) -> Any:
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(data[name]["data"], name=name)
                for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
-    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None,
-               x_range=Range1d(name="xr:land", **data["xr:land"]), y_range=Range1d(name="yr:land", **data["yr:land"]))
+    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
     f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
     f.xaxis.axis_label, f.yaxis.axis_label = data["ax:land_x"]["axis_label"], data["ax:land_y"]["axis_label"]
     f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
@@ -554,13 +550,9 @@ def embed_page(view: dict) -> pn.Template:
 
 def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
     """Each figure as root `chart_<name>`; with `beside`, each article figure's own controls as `ctl_<name>`."""
-    drawn = figures(view)
-    for name, fig in drawn.items():
+    for name, fig in figures(view).items():
         template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
     beside_names = []
-    # Each plot's height, kept for it at the first paint: Bokeh draws the figures only once its script has run,
-    # and what lies below them would drop by as much when they appear (tests/browser/test_layout_shift_page.py).
-    template.add_variable("plot_heights", {name: fig.height for name, fig in drawn.items()})
     if beside:
         for f in ARTICLE_FIGURES:
             ctl = FIGURE_CONTROLS[f.name](view) if f.name in FIGURE_CONTROLS else controls(beside=f.name)

@@ -158,7 +158,7 @@ def test_hints_point_at_a_control_or_a_chart_and_never_at_a_value(mission):
                     values.add(control.labels[control.options.index(text)])
     values = {v.lower() for v in values if v and not v.replace(".", "").isdigit()}
     assert 2 <= len(mission.hints) <= 3
-    for hint in (h.text for h in mission.hints):
+    for hint in mission.hints:
         low = hint.lower()
         assert not re.search(r"\d", hint), hint
         assert not [v for v in values if re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", low)], hint
@@ -187,7 +187,7 @@ def test_cli_missions_json_gives_each_grid_distribution_and_front(capsys):
     listed = json.loads(capsys.readouterr().out)
     for m, item in zip(MISSIONS, listed, strict=True):
         d = item["distribution"]
-        assert item["grid"] == [b.to_dict() for b in m.grid] and item["hints"] == [h.text for h in m.hints]
+        assert item["grid"] == [b.to_dict() for b in m.grid] and item["hints"] == list(m.hints)
         assert len(d["setups"]) == len(m.setups()) and d["tradeoff"] == list(m.tradeoff)
         assert all(set(r["figures"]) == set(m.scored()) for r in d["setups"])
         assert d["predict"]["truth"] is not None and item["predict"]["question"] == m.predict.question

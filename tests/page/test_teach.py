@@ -74,7 +74,7 @@ def test_hints_come_one_at_a_time_in_order_and_are_offered_after_two_minutes(mon
     for n in range(1, len(mission.hints) + 2):
         later = play(later, action={"type": "hint"})
         shown = re.findall(r"<li>(.*?)</li>", panel(later).split('class="hints"')[1].split("</ol>")[0])
-        assert [h.replace("&#x27;", "'") for h in shown] == [h.text for h in mission.hints[:n]]
+        assert [h.replace("&#x27;", "'") for h in shown] == list(mission.hints[:n])
     assert "Another hint" not in panel(later) and f"hint={len(mission.hints)}" in later["hash"]
 
 
@@ -144,22 +144,3 @@ def test_in_free_play_any_headline_figure_can_be_guessed_and_the_next_change_che
     assert 'class="prediction"' not in panel(play(checked, controls={"ctl:fleet.replicas": 5}))  # shown once
     unknown = play(handle({"hash": ""}), action={"type": "guess_figure", "figure": "nonsense"})
     assert "guess_figure=hit_rate" in unknown["hash"]
-
-
-def test_the_landscape_leaves_a_far_slower_setup_above_the_chart_and_says_so(swept):
-    """Mission 1's one uncached replica (66 s at the median) squashed every other dot at zero."""
-    files, by_id = swept
-    opened = handle({"hash": "unlock=all", "action": {"type": "select_mission", "mission": "cache-on"}}, files)
-    played = handle({"hash": opened["hash"], "action": {"type": "skip_predict"}, "progress": opened["progress"],
-                     "memo": opened["memo"]}, files)
-    bokeh = played["patches"]["bokeh"]
-    top = bokeh["yr:land"]["end"]
-    ys = bokeh["src:land"]["data"]["y"]
-    start_y = by_id["cache-on"]["start"]["figures"]["ttft_p50_ms"]
-    above = [y for y in ys if y > top]
-    assert start_y < top < 5000 and above and max(ys) > 60_000  # the rest of the grid fills the chart
-    for axis in ("x", "y"):  # every dot inside its axis, or counted above it
-        r = bokeh[f"{axis}r:land"]
-        assert all(r["start"] <= v for v in bokeh["src:land"]["data"][axis])
-    words = re.sub(r"<[^>]+>", "", played["patches"]["dom"]["#missions"]["html"])
-    assert f"{len(above)} setups with TTFT p50 above {top:,.0f} ms (up to {max(ys):,.0f} ms) are off the chart" in words

@@ -112,20 +112,3 @@ def test_a_trace_drops_events_and_dynamic_text_and_a_mission_puts_it_aside(slice
     assert "trace=" not in opened["hash"] and "mission=cache-on" in opened["hash"]
     off = view.handle(request(answer["hash"], action={"type": "trace_off"}), {"user": source})
     assert off["hash"] == "" and off["patches"]["dom"]["#trace-off"]["hidden"]
-
-
-def test_on_the_default_fleet_the_summary_says_which_prompts_outgrow_a_replica_and_what_memory_would_hold_it(
-        slice_path):
-    source = FileSource(slice_path)
-    answer = view.handle(request("", action={"type": "trace", "name": source.name}), {"user": source})
-    summary = answer["patches"]["dom"]["#trace-summary"]["html"]
-    room = Scenario().fleet.memory_gb * 8192  # the lab preset: 8,192 tokens per GB
-    biggest = max(rec["prompt_tokens"] for rec in cli_records(slice_path))
-    assert biggest > room and f"Its largest prompt is {biggest:,} tokens" in summary
-    assert f"holds {int(room):,}" in summary and "bigger than a replica's whole cache" in summary
-    assert "GB of prefix memory per replica" in summary and "the slider stops at" in summary
-
-
-def cli_records(path):
-    from model import replay
-    return [r._asdict() for r in replay(Scenario(), lambda: [path.read_bytes()]).records]
