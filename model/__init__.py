@@ -43,7 +43,7 @@ from model.gpus.gpu import (
     lm_head_s,
 )
 from model.gpus.gpufits import FITS
-from model.gpus.hardware import PRESETS
+from model.gpus.hardware import PRESETS, nearest_gpu
 from model.metrics import Result
 from model.presets import NAMED, scenario_of
 from model.reads import run_key
@@ -89,7 +89,7 @@ from model.studies.tree import TreeSnapshot, simulate_with_trees, tree_at
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event",
     "Request", "Result", "Scenario", "ScenarioError", "TooManyRequests",
-    "describe", "explain", "format_text", "generate", "parse_events", "run_key", "simulate", "spec_of",
+    "describe", "explain", "format_text", "generate", "nearest_gpu", "parse_events", "run_key", "simulate", "spec_of",
     "traffic_key", "sent_at_most",
     # named scenarios shipped with the project, and the KV-locality note's comparison run on one
     "NAMED", "locality_comparison", "scenario_of",

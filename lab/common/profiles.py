@@ -364,12 +364,12 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 def attention_for(name: str, gemm_flops_per_s: float) -> tuple[tuple[str, float], tuple[tuple[float, float], ...]]:
     """FlashAttention-2's published speeds for GPU `name`: its own if published (a100, h100), else those of
     the published GPU closest in fitted GEMM FLOP/s, scaled by the ratio of the two. ((from, scale), curve)."""
-    from model import FITS, FLASH_ATTENTION_2
+    from model import FITS, FLASH_ATTENTION_2, nearest_gpu
 
     key = name.lower()
     if key in FLASH_ATTENTION_2:
         return (key, 1.0), FLASH_ATTENTION_2[key]
-    like = min(FITS, key=lambda g: abs(math.log(FITS[g].gemm_flops_per_s / gemm_flops_per_s)))
+    like = nearest_gpu(gemm_flops_per_s)
     scale = gemm_flops_per_s / FITS[like].gemm_flops_per_s
     return (like, scale), tuple((length, _sig(rate * scale)) for length, rate in FLASH_ATTENTION_2[like])
 

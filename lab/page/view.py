@@ -39,7 +39,6 @@ import dataclasses
 import functools
 import html
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,7 +75,6 @@ from lab.page.urlstate import HashState, capped, read_hash, write_hash
 from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import (
-    FITS,
     PRESETS,
     Request,
     Result,
@@ -88,6 +86,7 @@ from model import (
     fit_of_text,
     fit_text,
     generate,
+    nearest_gpu,
     simulate_with_trees,
     traffic_key,
 )
@@ -441,8 +440,8 @@ def _with_gpu_fit(state: State, action: Mapping[str, Any]) -> State:
         return state.noting(f"{exc}.")
     values: dict[str, Any] = {"hardware.gpu_fit": fit_text(fit)}
     if not PRESETS[state.scenario.hardware.preset].gpu:
-        values["hardware.preset"] = min(("llama8b_a100", "llama8b_h100"), key=lambda p: abs(math.log(
-            FITS[PRESETS[p].gpu].gemm_flops_per_s / fit.gemm_flops_per_s)))
+        gpu = nearest_gpu(fit.gemm_flops_per_s)
+        values["hardware.preset"] = next(p for p in ("llama8b_a100", "llama8b_h100") if PRESETS[p].gpu == gpu)
     return dataclasses.replace(state, scenario=state.scenario.with_values(values))
 
 

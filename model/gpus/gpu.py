@@ -38,6 +38,7 @@ memo that changes no result). Floats come from `+ - * /` and `math.sqrt` only
 roots), which IEEE rounds the same in CPython and Pyodide.
 """
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -290,8 +291,9 @@ def fit_text(fit: GpuFit) -> str:
     return ",".join(head + ops + [f"@{num(length)}:{num(rate)}" for length, rate in fit.attention])
 
 
+@functools.lru_cache(maxsize=16)  # the scenario's own check, every run's profile and the page all read one text
 def fit_of_text(text: str, source: str = "a GPU fit given as text (hardware.gpu_fit)") -> GpuFit:
-    """The fit `fit_text` wrote; ValueError saying what is wrong with it."""
+    """The fit `fit_text` wrote (a pure function of its text, so remembered); ValueError saying what is wrong."""
     parts = text.strip().split(",")
     if len(text) > FIT_TEXT_MAX or parts[0] != FIT_TAG or len(parts) < 8:
         raise ValueError("not a GPU fit's text (it starts gpufit1, and prefix-lab profile fit writes it)")

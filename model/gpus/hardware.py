@@ -40,7 +40,7 @@ from typing import NamedTuple
 from model.gpus.gpu import GpuFit, Measured, Shape
 from model.gpus.gpufits import FITS
 
-__all__ = ["ARTICLE", "GB", "PRESETS", "SERVING_SHARE", "Preset", "Profile", "build", "kv_room_gb"]
+__all__ = ["ARTICLE", "GB", "PRESETS", "SERVING_SHARE", "Preset", "Profile", "build", "kv_room_gb", "nearest_gpu"]
 
 GB = 2**30  # bytes; the seed's 8,192 tokens per GB are 128 KiB each
 UNLIMITED_TOKENS = 2**62  # the KV of `fleet.memory_gb=none`: no run comes near it
@@ -219,6 +219,11 @@ class Profile:
         while self.decode_steps_s(n + 1, batch, kv_tokens) <= seconds:
             n += 1
         return n
+
+
+def nearest_gpu(gemm_flops_per_s: float) -> str:
+    """The fitted GPU (`FITS`) whose matrix products run nearest this many FLOP/s, by ratio."""
+    return min(FITS, key=lambda g: abs(math.log(FITS[g].gemm_flops_per_s / gemm_flops_per_s)))
 
 
 def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_value: float) -> float:
