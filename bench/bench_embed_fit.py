@@ -2,7 +2,7 @@
 
     python bench/bench_embed_fit.py [--site DIR] [--loads N] [--figure NAME ...]
 
-tests/browser/test_embed_height.py's check, repeated: for each embeddable figure (lab/page/figures.py), `--loads` cold
+tests/browser/test_embed_height.py's check, repeated: for each embeddable figure (lab/page/figures/), `--loads` cold
 loads (a fresh browser context each) of an article on another origin that embeds the figure with the docs'
 snippet (tests/support/embedhost.py). A load fits when, once the embed is `ready`, the iframe's height comes within
 2 px of where the embed's content ends (the embed's own measure) in 10 s. Prints, per figure, how many

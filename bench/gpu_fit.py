@@ -19,10 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from lab.common.profiles import check, fit_gpu, leave_one_out, profiles_dir, read_profile, shared_profiles  # noqa: E402
 from model import FLASH_ATTENTION_2  # noqa: E402
+from model.gpus.gpu import fit_text  # noqa: E402
 
-SOURCE = ("fitted by bench/gpu_fit.py to Vidur's {n} {gpu} MLP profiles (TP 1; Vidur's repository, "
-          "data/profiling/compute/, commit 7d47513); attention: FlashAttention-2's published speeds "
-          "(model/gpus/gpu.py, FLASH_ATTENTION_2)")
 MEDIAN_BOUND, WORST_BOUND, BOUND_FROM_B = 0.10, 0.25, 7.0
 
 
@@ -61,19 +59,12 @@ def tp_table(files: dict[str, list[Path]]) -> list[str]:
 
 
 def fits_module(files: dict[str, list[Path]]) -> str:
-    parts = ['"""The measured GPUs\' coefficients (see model/gpus/gpu.py for what each one means).\n\n'
-             'Written by `bench/gpu_fit.py --write` from the shared Vidur profiles; plain numbers, so the model reads\n'
-             'no files. `prefix-lab profile fit` makes the same kind of fit from a user\'s own profile.\n"""\n\n'
-             'from .gpu import FLASH_ATTENTION_2, GpuFit\n\n__all__ = ["FITS"]\n\nFITS: dict[str, GpuFit] = {\n']
-    for gpu, paths in files.items():
-        fit = fit_gpu([read_profile(p) for p in paths], gpu, FLASH_ATTENTION_2[gpu],
-                      SOURCE.format(n=len(paths), gpu=gpu.upper()))
-        ew = "".join(f"\n        ({op!r}, {f!r}, {c!r})," for op, f, c in fit.elementwise)
-        parts.append(f"    {gpu!r}: GpuFit(\n        {gpu!r}, tile={fit.tile}, gemm_bytes_per_s={fit.gemm_bytes_per_s!r}, "
-                     f"gemm_flops_per_s={fit.gemm_flops_per_s!r},\n        gemm_floor_s={fit.gemm_floor_s!r}, "
-                     f"blend={fit.blend},\n        elementwise=({ew}\n        ),\n"
-                     f"        attention=FLASH_ATTENTION_2[{gpu!r}],\n        source={fit.source!r}),\n")
-    return "".join(parts) + "}\n"
+    """model/gpus/gpufits.py's text: each GPU's fit as the one-line text `prefix-lab profile fit` writes."""
+    module = Path(ROOT / "model" / "gpus" / "gpufits.py").read_text(encoding="utf-8")
+    head, tail = module.split("MEASURED = (\n")[0], module.split("\n)\n", 1)[1]
+    rows = "".join(f"    ({len(paths)}, {fit_text(fit_gpu([read_profile(p) for p in paths], gpu, FLASH_ATTENTION_2[gpu], ''))!r}),\n"
+                   for gpu, paths in files.items())
+    return f"{head}MEASURED = (\n{rows})\n{tail}"
 
 
 def main() -> int:
@@ -87,7 +78,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
     if args.write:
-        (ROOT / "model" / "gpufits.py").write_text(fits_module(files), encoding="utf-8")
+        (ROOT / "model" / "gpus" / "gpufits.py").write_text(fits_module(files), encoding="utf-8")
         print("wrote model/gpus/gpufits.py")
         return 0
     start = time.perf_counter()

@@ -170,11 +170,24 @@ READS = {
 
 
 class _Section:
-    """A scenario section: checks its declared fields on construction, naming them `PREFIX + field`."""
+    """A scenario section: checks its declared fields on construction, naming them `PREFIX + field`.
+
+    A section names its keys' prefix and which runs read them (`READS` above) as class keywords:
+    `class Money(_Section, prefix="money.", reads="none")`; `reads` defaults to every run.
+    """
 
     __slots__ = ()
     PREFIX: ClassVar[str] = ""
-    READS: ClassVar[str] = "run"  # which runs read its keys, unless a key says otherwise (`READS` above)
+    READS: ClassVar[str] = "run"  # which runs read its keys, unless a key says otherwise
+
+    def __init_subclass__(cls, *, prefix: str = "", reads: str = "", **rest: object) -> None:
+        super().__init_subclass__(**rest)
+        if prefix:  # dataclass(slots=True) makes the class again without its keywords: it keeps these
+            cls.PREFIX = prefix
+        if reads:
+            if reads not in READS:
+                raise TypeError(f"section {cls.__name__}: reads={reads!r} is not one of {sorted(READS)}")
+            cls.READS = reads
 
     def __post_init__(self) -> None:
         _check_fields(self, self.PREFIX)
@@ -188,10 +201,8 @@ def _kind(f: dataclasses.Field) -> type:
 
 
 @dataclass(frozen=True, slots=True)
-class Traffic(_Section):
+class Traffic(_Section, prefix="traffic."):
     """Synthetic chat sessions: who arrives, with which prompt, saying how much."""
-
-    PREFIX: ClassVar[str] = "traffic."
 
     # sessions and their turns
     session_rate: float = _spec(2.0, 0.01, 50.0, doc="new chat sessions per second (Poisson)", page=(0.25, 12, 0.25))
@@ -244,10 +255,8 @@ class Traffic(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Fleet(_Section):
+class Fleet(_Section, prefix="fleet."):
     """The replicas and what each one can hold and compute."""
-
-    PREFIX: ClassVar[str] = "fleet."
 
     replicas: int = _spec(4, 1, 64, doc="number of replicas", page=(1, 16, 1))
     cache: bool = _spec(True, doc="prefix cache on or off")
@@ -289,10 +298,8 @@ class Fleet(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Routing(_Section):
+class Routing(_Section, prefix="router."):
     """Which router picks the replica, and when cache-aware routing gives up on the cache."""
-
-    PREFIX: ClassVar[str] = "router."
 
     kind: str = _spec("least_loaded", choices=KINDS, doc="routing policy")
     # None means never spill: cache-aware routing always takes the longest match.
@@ -322,10 +329,8 @@ class Routing(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Hardware(_Section):
+class Hardware(_Section, prefix="hardware."):
     """The model and GPU behind every replica: a preset, and any of its figures replaced ("off": the preset's)."""
-
-    PREFIX: ClassVar[str] = "hardware."
 
     preset: str = _spec("lab", choices=tuple(PRESETS), doc="model and GPU (lab: the seed's figures; serving mode "
                                                            "uses article_14b_h100 in its place)")
@@ -356,11 +361,8 @@ class Hardware(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Crossover(_Section):
+class Crossover(_Section, prefix="crossover.", reads="none"):
     """The article's crossover: an idle GPU recomputing a whole prompt, a warm one holding most of it behind a queue."""
-
-    PREFIX: ClassVar[str] = "crossover."
-    READS: ClassVar[str] = "none"
 
     prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), doc="crossover: tokens in the prompt")
     new_tokens: int = _spec(900, 0, 10_000_000, page=(0, 30_000, 100),
@@ -371,31 +373,26 @@ class Crossover(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Transfer(_Section):
-    """Moving a prefix's KV over a link instead of recomputing it: the article's example and each link's speed."""
+class Transfer(_Section, prefix="transfer.", reads="link"):
+    """Moving a prefix's KV over a link instead of recomputing it: the article's example and each link's speed.
 
-    PREFIX: ClassVar[str] = "transfer."
-    READS: ClassVar[str] = "link"  # each link's speed; the article's own example reads none
+    A link's speed is read by the runs that fetch over it; the article's own example is read by no run.
+    """
 
     prompt_tokens: int = _spec(30_000, 1, 10_000_000, page=(1000, 100_000, 1000), reads="none",
                                doc="transfer: tokens in the prompt")
     cached_tokens: int = _spec(29_000, 0, 10_000_000, page=(0, 100_000, 1000), reads="none",
                                doc="transfer: tokens of it whose KV is moved (a peer holds them)")
-    rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, page=(50, 1600, 50),
-                             doc="transfer: RDMA fabric, gigabits per second")
+    rdma_gbps: float = _spec(800.0, 1.0, 100_000.0, page=(50, 1600, 50), doc="transfer: RDMA fabric, gigabits per second")
     nvme_gb_s: float = _spec(7.0, 0.01, 10_000.0, page=(0.5, 28, 0.5),
                              doc="transfer: NVMe drive, GB (10**9 bytes) per second")
     host_gb_s: float = _spec(64.0, 0.01, 10_000.0, page=(4, 128, 4),
-                             doc="transfer: host memory over PCIe 5.0 x16, GB (10**9 bytes) "
-                                                       "per second each way")
+                             doc="transfer: host memory over PCIe 5.0 x16, GB (10**9 bytes) per second each way")
 
 
 @dataclass(frozen=True, slots=True)
-class Money(_Section):
+class Money(_Section, prefix="money.", reads="none"):
     """Prices: a GPU-hour for the fleet, and an API's input price with its prompt-caching multiples."""
-
-    PREFIX: ClassVar[str] = "money."
-    READS: ClassVar[str] = "none"
 
     gpu_usd_per_hour: float = _spec(3.0, 0.0, 1000.0, page=(0.25, 12, 0.25),
                                     doc="money: US dollars per GPU-hour (set your own)")
@@ -414,22 +411,16 @@ class Money(_Section):
 
 
 @dataclass(frozen=True, slots=True)
-class Roofline(_Section):
+class Roofline(_Section, prefix="roofline.", reads="none"):
     """The roofline explainer's inputs: a decode step's batch and a prefill's length."""
 
-    PREFIX: ClassVar[str] = "roofline."
-    READS: ClassVar[str] = "none"
-
     batch: int = _spec(1, 1, 100_000, page=(1, 512, 1), doc="roofline: sequences in one decode step")
-    prefill_tokens: int = _spec(30_000, 1, 10_000_000, page=(100, 100_000, 100),
-                                doc="roofline: tokens in one prefill")
+    prefill_tokens: int = _spec(30_000, 1, 10_000_000, page=(100, 100_000, 100), doc="roofline: tokens in one prefill")
 
 
 @dataclass(frozen=True, slots=True)
-class Slo(_Section):
+class Slo(_Section, prefix="slo."):
     """Service-level objectives a serving run is measured against: shares of requests that meet each."""
-
-    PREFIX: ClassVar[str] = "slo."
 
     # The article's replay capped TTFT at 30 s; at this lab's scale every setup meets that, so the default
     # is tighter (see README, "Prefill and decode").

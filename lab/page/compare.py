@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lab.page.figures import hit_columns, ttft_columns, ttft_histogram
-from lab.page.fleetview import memory_data
+from lab.page.figures.fleetview import memory_data
 from model import Result
 
 __all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "read_axes", "write_axes"]

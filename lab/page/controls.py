@@ -170,7 +170,7 @@ CONTROLS = (
             short="Fan-out"),
     Control("traffic.agent_warm_first", "Send the first sub-call alone, the rest at its first token", "checkbox",
             enabled_when=("traffic.kind", "agent"), short="First call first"),
-    # beside the article's figures (lab/page/figures.py)
+    # beside the article's figures (lab/page/figures/)
     Control("crossover.prompt_tokens", "Prompt (tokens)", "slider", short="Prompt", unit=" tokens",
             figure="crossover"),
     Control("crossover.new_tokens", "Tokens the warm GPU lacks", "slider", short="Missing", unit=" tokens",

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from lab.page import compare, figures, fleetview, missionview, teach
+from lab.page import compare, figures, missionview, teach
 from lab.page.controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -65,6 +65,7 @@ from lab.page.figures import (
     Figure,
     embed_figures,
     fleet_key,
+    fleetview,
     tree_page,
 )
 from lab.page.fitfile import ProfileError, fit_from_json

@@ -293,8 +293,8 @@ def _write_wheel(folder: Path) -> str:
     for part in WHEEL:
         paths = [ROOT / part] if part.endswith(".py") else sorted((ROOT / part).rglob("*.py"))
         entries += [(path.relative_to(ROOT).as_posix(), path.read_bytes()) for path in paths]
-    from lab.page.measured import EMBEDDED, embedded_module
-    entries.append((f"lab/page/{EMBEDDED}.py", embedded_module()))  # the few measured points the page draws
+    from lab.page.figures.measured import EMBEDDED, embedded_module
+    entries.append((f"lab/page/figures/{EMBEDDED}.py", embedded_module()))  # the few measured points the page draws
     entries.append((f"{info}/METADATA", f"Metadata-Version: 2.1\nName: prefix-lab\nVersion: {ver}\n".encode()))
     entries.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: prefix-lab build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
     record = "".join(f"{arc},sha256={_b64digest(data)},{len(data)}\n" for arc, data in entries)

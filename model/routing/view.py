@@ -1,8 +1,9 @@
 """What a router sees of the fleet at one decision (`View`), and what every policy is (`Policy`).
 
-A policy is one file of `routing/policies/` carrying its `key` (the scenario's
-`router.kind`), a `label` for people, a one-line `rule`, the glossary's `help`
-and `brief`, and `choose(view) -> index`; its docstring states the rule in full.
+A policy is one file of `routing/policies/`: a subclass of `Policy` declaring
+its `key` (the scenario's `router.kind`), a `label` for people, a one-line
+`rule`, the glossary's `help` and `brief`, and `choose(view) -> index`; its
+docstring states the rule in full.
 The list of kinds (`routing/kinds.py`) names the files, one line each,
 and is the only list of them: the scenario's allowed kinds, the page's menu,
 its glossary and `prefix-lab keys` all read it.
@@ -18,7 +19,7 @@ fleet takes turns instead of piling on replica 0.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from model.memory import Memory
@@ -47,18 +48,39 @@ class Routable(Protocol):
 __all__ = ["Policy", "Routable", "View"]
 
 
-class Policy(Protocol):
-    """A routing policy: made from the scenario once per run, asked `choose` once per request."""
+class Policy:
+    """A routing policy: made from the scenario once per run, asked `choose` once per request.
 
-    key: ClassVar[str]  # the scenario's router.kind
-    label: ClassVar[str]  # its name for people (the page's menu)
-    rule: ClassVar[str]  # one line: how it picks
-    help: ClassVar[str]  # the glossary's explanation
-    brief: ClassVar[str]  # the few words under the menu
+    A policy's file declares its words as class keywords, `class Name(Policy,
+    key=..., label=..., rule=..., help=..., brief=...)`: the scenario's
+    `router.kind`, its name for people (the page's menu), one line on how it
+    picks, the glossary's explanation and the few words under the menu. One
+    that compares something per replica also has `scores(view)`, the
+    hindsight explainer's table.
+    """
 
-    def __init__(self, scenario: Scenario) -> None: ...
+    key: ClassVar[str]
+    label: ClassVar[str]
+    rule: ClassVar[str]
+    help: ClassVar[str]
+    brief: ClassVar[str]
 
-    def choose(self, view: View) -> int: ...
+    def __init_subclass__(cls, *, key: str = "", label: str = "", rule: str = "", help: str = "", brief: str = "",
+                          **rest: object) -> None:
+        super().__init_subclass__(**rest)
+        given = {"key": key, "label": label, "rule": rule, "help": help, "brief": brief}
+        missing = [name for name, words in given.items() if not words and not hasattr(cls, name)]
+        if missing:
+            raise TypeError(f"policy {cls.__name__} declares no {', '.join(missing)}")
+        for name, words in given.items():
+            if words:  # a subclass of a policy keeps what it does not say again
+                setattr(cls, name, words)
+
+    def __init__(self, scenario: Scenario) -> None:
+        """A policy that keeps nothing from the scenario needs no `__init__` of its own."""
+
+    def choose(self, view: View) -> int:
+        raise NotImplementedError(f"{type(self).__name__}.choose")
 
 
 class View:
@@ -145,6 +167,10 @@ class View:
         if self.memory is None:
             return self.replicas[i].tree.total_tokens
         return self.memory.tokens(i, self.now)
+
+    def per_replica(self, what: Callable[[int], float]) -> list[float]:
+        """`what(i)` for every replica, rounded to the microsecond or token for a table."""
+        return [round(float(what(i)), 6) for i in range(len(self.replicas))]
 
     def least_loaded(self) -> int:
         """The replica with the least backlog (ties: least recently routed, then lowest index)."""

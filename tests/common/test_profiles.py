@@ -248,12 +248,12 @@ def test_each_shared_model_left_out_of_the_fit_is_still_predicted_within_the_bou
 # -- what the page draws ------------------------------------------------------------------------------
 
 def test_the_wheel_carries_the_measured_points_as_plain_data(tmp_path):
-    from lab.page.measured import read_points
+    from lab.page.figures.measured import read_points
     from lab.site.build import _write_wheel
 
     name = _write_wheel(tmp_path)
     with zipfile.ZipFile(tmp_path / name.split("/", 1)[1]) as zf:
-        text = zf.read("lab/page/_measured_points.py").decode()
+        text = zf.read("lab/page/figures/_measured_points.py").decode()
         assert not any(n.endswith(".csv") for n in zf.namelist())
     space: dict = {}
     exec(compile(text, "_measured_points.py", "exec"), space)  # noqa: S102 -- the module the build wrote

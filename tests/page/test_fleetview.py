@@ -2,7 +2,7 @@
 
 import re
 
-from lab.page.fleetview import explain_html, memory_data, router_html, serving_html, slowest_html
+from lab.page.figures.fleetview import explain_html, memory_data, router_html, serving_html, slowest_html
 from model import ROUTERS, Scenario, explain, simulate
 
 
@@ -54,7 +54,7 @@ def test_an_explanation_lists_every_replica_and_the_regret():
 
 
 def test_the_why_row_of_sglang_says_what_its_own_tree_believed():
-    from lab.page.fleetview import explain_html
+    from lab.page.figures.fleetview import explain_html
     from model import explain
     s = scenario(router__kind="sglang", traffic__session_rate=6)
     html_ = explain_html(explain(s, 400))

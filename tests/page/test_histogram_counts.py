@@ -5,7 +5,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.page.figures import _histogram
+from lab.page.figures.fleet import remembered_histograms
 
 
 def placed_one_by_one(ttfts: tuple[float, ...]) -> list[int]:
@@ -25,12 +25,12 @@ EDGES = [10 ** (k / 10) for k in range(60)]  # bin edges themselves, where round
                 min_size=1, max_size=300))
 def test_counts_match_placing_each_value(values):
     ttfts = tuple(values)
-    got = _histogram.__wrapped__(ttfts)
+    got = remembered_histograms.__wrapped__(ttfts)
     assert got["count"] == placed_one_by_one(ttfts)
     assert sum(got["count"]) == len(ttfts)
 
 
 def test_a_small_case_by_hand():
-    got = _histogram.__wrapped__((0.5, 1.0, 11.0, 12.0, 100.0))
+    got = remembered_histograms.__wrapped__((0.5, 1.0, 11.0, 12.0, 100.0))
     assert got["left"][0] == 1.0 and got["count"][0] == 2  # below 1 ms counts as 1 ms
     assert got["count"][10] == 2 and got["count"][-1] == 1  # 11 and 12 ms share a bin; 100 ms is the last

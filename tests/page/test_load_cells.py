@@ -1,11 +1,13 @@
 """The load chart's cells, built a replica's row at a time: one cell per replica and bin, busy share capped at 100%."""
 
-from lab.page.figures import Context, _load_data, _mids, replica_name
+from lab.page.figures import Context
+from lab.page.figures.base import bin_mids, replica_name
+from lab.page.figures.fleet import _load_data
 from model import Scenario, simulate
 
 
 def cells_one_by_one(result) -> tuple[list, list, list, list]:
-    s, mids = result.series, _mids(result)
+    s, mids = result.series, bin_mids(result)
     t, replica, busy, backlog = [], [], [], []
     for i, (loads, queued) in enumerate(zip(s.replica_load, s.replica_backlog_s)):
         for mid, load, q in zip(mids, loads, queued):

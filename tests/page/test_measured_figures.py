@@ -4,7 +4,7 @@ these tests hold with or without the shared profiles."""
 
 import pytest
 
-import lab.page.measured as measured
+import lab.page.figures.measured as measured
 import lab.page.view as view
 from lab.page.figures import FIGURES, Context
 from model import Scenario, intensity, layer_flops, roofline_of

@@ -1,8 +1,8 @@
 """Values derived from a run are worked out once per result (the chart and the axes' fit both ask for them):
 the memo answers only for the very result it was made from, and forgets on request."""
 
-from lab.page import compare, fleetview
-from lab.page.figures import histogram, ttft_histogram
+from lab.page import compare
+from lab.page.figures import fleetview, histogram, ttft_histogram
 from lab.page.store import STORE
 from model import Scenario, simulate
 

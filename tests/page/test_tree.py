@@ -3,7 +3,8 @@
 import pytest
 
 import lab.page.view as view
-from lab.page.figures import FIGURES, Context, tree_blocks, tree_page
+from lab.page.figures import FIGURES, Context, tree_page
+from lab.page.figures.tree import tree_blocks
 from model import Scenario, simulate, simulate_with_trees, tree_at
 
 SURGE = Scenario().with_text({"events": "surge@60+60"})

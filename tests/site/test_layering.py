@@ -25,7 +25,7 @@ from helpers import ROOT
 LAB = ("page", "common", "site", "server", "cli")  # each may import those before it, never those after
 NO_CLOCKS_OR_IO = {"time", "datetime", "os", "pathlib", "io", "socket", "secrets", "uuid", "threading"}
 # Imports against the order, each inside one function that only CPython calls, with the reason:
-LATE = {("lab/page/measured.py", "lab.common.profiles")}  # the CPython first paint reads the points from ../shared;
+LATE = {("lab/page/figures/measured.py", "lab.common.profiles")}  # the CPython first paint reads the points from ../shared;
 #                                                           the page reads those the build wrote into its wheel
 
 

@@ -5,7 +5,7 @@ import pytest
 from lab.page.controls import CONTROLS
 from lab.page.glossary import GLOSSARY, brief, explain
 from lab.page.view import METRICS, render
-from lab.site.layout import figures
+from lab.site.drawings import figures
 from lab.site.words import SiteFileError, load_site, page_variables
 from model import ROUTERS, Scenario
 

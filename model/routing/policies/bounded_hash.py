@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import TYPE_CHECKING, ClassVar
 
+from model.config import Scenario
 from model.routing.policies.consistent_hash import ConsistentHash
-from model.routing.view import View, _hash64
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['BoundedHash']
+from model.routing.view import Policy, View, _hash64
 
 
-class BoundedHash:
+class BoundedHash(Policy, key='bounded_hash', label='Bounded-load hash',
+                  rule='hashes the system prompt to a replica, walking on past any replica over its load bound',
+                  help=('Consistent hashing, but a replica already carrying more than its share passes the request '
+                        'to the next one on the ring.'),
+                  brief='the pinned replica, unless it carries more than its share.'):
     """Consistent hashing with bounded loads: the affinity key's replica, unless it is full.
 
     No replica may hold more than ceil(c x (in flight + 1) / replicas)
@@ -25,13 +24,6 @@ class BoundedHash:
     2018); c = 1.25 is the commonly deployed setting (HAProxy's
     `hash-balance-factor 125`, off unless set). The ring is `ConsistentHash`'s.
     """
-
-    key: ClassVar[str] = "bounded_hash"
-    label: ClassVar[str] = "Bounded-load hash"
-    rule: ClassVar[str] = "hashes the system prompt to a replica, walking on past any replica over its load bound"
-    help: ClassVar[str] = ('Consistent hashing, but a replica already carrying more than its share passes the request to the'
-                          ' next one on the ring.')
-    brief: ClassVar[str] = 'the pinned replica, unless it carries more than its share.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.ring = ConsistentHash(scenario)
@@ -54,8 +46,7 @@ class BoundedHash:
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
         return (f"in flight: the ring's first replica under {self.bound(view)} wins",
-                [float(view.in_flight(i)) for i in range(len(view))])
-
+                view.per_replica(view.in_flight))
 
 
 POLICY = BoundedHash  # what this file adds to the registry (model/routing/kinds.py)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['CacheAware']
+from model.config import Scenario
+from model.routing.view import Policy, View
 
 
-class CacheAware:
+class CacheAware(Policy, key='cache_aware', label='Cache-aware',
+                 rule='follows the longest cached prefix, spilling to the least loaded past a backlog threshold',
+                 help=('Sends a request where the longest part of its prompt is cached, unless that replica is too '
+                       'far behind (the spill threshold).'),
+                 brief='the longest cached match, unless that replica is too far behind.'):
     """Longest cached match, unless it is too busy.
 
     Take the replica whose tree holds the longest prefix of the prompt (ties:
@@ -21,13 +19,6 @@ class CacheAware:
     seconds, spill to the least-loaded replica instead. With the threshold
     off, never spill. With no match anywhere, this is least-loaded routing.
     """
-
-    key: ClassVar[str] = "cache_aware"
-    label: ClassVar[str] = "Cache-aware"
-    rule: ClassVar[str] = "follows the longest cached prefix, spilling to the least loaded past a backlog threshold"
-    help: ClassVar[str] = ('Sends a request where the longest part of its prompt is cached, unless that replica is too far '
-                          'behind (the spill threshold).')
-    brief: ClassVar[str] = 'the longest cached match, unless that replica is too far behind.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.threshold = scenario.router.spill_threshold_s
@@ -44,8 +35,7 @@ class CacheAware:
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
         return ("believed cached tokens: most wins, unless its backlog is too far behind",
-                [float(view.matched(i)) for i in range(len(view))])
-
+                view.per_replica(view.matched))
 
 
 POLICY = CacheAware  # what this file adds to the registry (model/routing/kinds.py)

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING, ClassVar
 
-from model.routing.view import View, _hash64
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['ConsistentHash']
+from model.config import Scenario
+from model.routing.view import Policy, View, _hash64
 
 
-class ConsistentHash:
+class ConsistentHash(Policy, key='consistent_hash', label='Consistent hash',
+                     rule='pins each system prompt to one replica by hashing it, whatever the load',
+                     help=('Always sends a system prompt to the same replica (its place on a hash ring), however '
+                           'busy that replica is.'),
+                     brief='each system prompt pinned to one replica, however busy.'):
     """Pin each affinity key (for chat, the system prompt) to a replica on a hash ring.
 
     Each replica owns `VNODES` points on a ring of 64-bit BLAKE2b hashes; a
@@ -22,12 +21,6 @@ class ConsistentHash:
     on its new points. Load plays no part.
     """
 
-    key: ClassVar[str] = "consistent_hash"
-    label: ClassVar[str] = "Consistent hash"
-    rule: ClassVar[str] = "pins each system prompt to one replica by hashing it, whatever the load"
-    help: ClassVar[str] = ('Always sends a system prompt to the same replica (its place on a hash ring), however busy that '
-                          'replica is.')
-    brief: ClassVar[str] = 'each system prompt pinned to one replica, however busy.'
     VNODES = 64
 
     def __init__(self, scenario: Scenario) -> None:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
+from model.config import Scenario
 from model.gpus.profile import profile_of
-from model.routing.view import View, _top_two
+from model.routing.view import Policy, View, _top_two
 from model.studies.explainers import fetch_plan, fleet_link
 
-if TYPE_CHECKING:
-    from model.config import Scenario
 
-__all__ = ['Cost']
-
-
-class Cost:
+class Cost(Policy, key='cost', label='Lowest estimated TTFT',
+           rule='picks the replica whose queue plus uncached prefill is shortest',
+           help="Estimates each replica's wait plus the prefill of what it lacks, and picks the lowest.",
+           brief='the lowest estimated wait plus prefill.'):
     """Lowest estimated time to first token: queue wait plus prefill of what is not cached there.
 
     For each replica: its backlog plus the prefill time of the prompt tokens
@@ -27,12 +24,6 @@ class Cost:
     candidate, Qin et al. 2024) and NVIDIA Dynamo's KV router (cost of new
     prefill blocks plus load).
     """
-
-    key: ClassVar[str] = "cost"
-    label: ClassVar[str] = "Lowest estimated TTFT"
-    rule: ClassVar[str] = "picks the replica whose queue plus uncached prefill is shortest"
-    help: ClassVar[str] = "Estimates each replica's wait plus the prefill of what it lacks, and picks the lowest."
-    brief: ClassVar[str] = 'the lowest estimated wait plus prefill.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.link = fleet_link(scenario)  # None: no fetching, the estimate is queue + prefill
@@ -60,8 +51,7 @@ class Cost:
 
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
-        return "estimated TTFT (s): least wins", [round(self.estimate(view, i), 6) for i in range(len(view))]
-
+        return "estimated TTFT (s): least wins", view.per_replica(lambda i: self.estimate(view, i))
 
 
 POLICY = Cost  # what this file adds to the registry (model/routing/kinds.py)

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['LeastLoaded']
+from model.routing.view import Policy, View
 
 
-class LeastLoaded:
+class LeastLoaded(Policy, key='least_loaded', label='Least loaded', rule='picks the replica with the least queued work',
+                  help='Sends each request to the replica with the shortest backlog.',
+                  brief='the replica with the shortest backlog.'):
     """Pick the replica with the least backlog in seconds."""
-
-    key: ClassVar[str] = "least_loaded"
-    label: ClassVar[str] = "Least loaded"
-    rule: ClassVar[str] = "picks the replica with the least queued work"
-    help: ClassVar[str] = 'Sends each request to the replica with the shortest backlog.'
-    brief: ClassVar[str] = 'the replica with the shortest backlog.'
-
-    def __init__(self, scenario: Scenario) -> None:
-        pass
 
     def choose(self, view: View) -> int:
         return view.least_loaded()
 
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
-        return "backlog (s): least wins", [round(view.backlog(i), 6) for i in range(len(view))]
-
+        return "backlog (s): least wins", view.per_replica(view.backlog)
 
 
 POLICY = LeastLoaded  # what this file adds to the registry (model/routing/kinds.py)

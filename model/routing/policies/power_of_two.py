@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
+from model.config import Scenario
 from model.rng import stream
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['PowerOfTwo']
+from model.routing.view import Policy, View
 
 
-class PowerOfTwo:
+class PowerOfTwo(Policy, key='power_of_two', label='Power of two',
+                 rule='draws two replicas at random and takes the less loaded',
+                 help='Draws two replicas at random and takes the less busy one.',
+                 brief='the less busy of two replicas drawn at random.'):
     """Power of two choices: draw two different replicas at random, send to the less loaded.
 
     The two come from the scenario seed's `router` stream; the less loaded
@@ -21,12 +18,6 @@ class PowerOfTwo:
     Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing"
     (2001); SGLang's router ships it as `power_of_two`. Caches play no part.
     """
-
-    key: ClassVar[str] = "power_of_two"
-    label: ClassVar[str] = "Power of two"
-    rule: ClassVar[str] = "draws two replicas at random and takes the less loaded"
-    help: ClassVar[str] = 'Draws two replicas at random and takes the less busy one.'
-    brief: ClassVar[str] = 'the less busy of two replicas drawn at random.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.rng = stream(scenario.seed, "router")
@@ -44,8 +35,7 @@ class PowerOfTwo:
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
         return ("backlog (s): the less loaded of two random replicas wins",
-                [round(view.backlog(i), 6) for i in range(len(view))])
-
+                view.per_replica(view.backlog))
 
 
 POLICY = PowerOfTwo  # what this file adds to the registry (model/routing/kinds.py)

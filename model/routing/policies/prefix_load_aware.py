@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, ClassVar
 
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['PrefixLoadAware']
+from model.config import Scenario
+from model.routing.view import Policy, View
 
 
-class PrefixLoadAware:
+class PrefixLoadAware(Policy, key='prefix_load_aware', label='Prefix + load fallback',
+                      rule=('follows the longest prefix unless that replica holds more than a multiple of the median '
+                            'load'),
+                      help=('Follows the cached prefix while loads are even, and the least busy replica once they '
+                            'are not.'),
+                      brief='the cached prefix while loads are even, else the least busy.'):
     """Prefix-aware routing with the locality note's load-aware fallback.
 
     Take the replica believed to hold the longest prefix (ties: least backlog,
@@ -25,12 +25,6 @@ class PrefixLoadAware:
     that says anything about a replica. Source: the KV-locality note (reroute
     when a backend's in-flight count exceeds 2x the median).
     """
-
-    key: ClassVar[str] = "prefix_load_aware"
-    label: ClassVar[str] = "Prefix + load fallback"
-    rule: ClassVar[str] = "follows the longest prefix unless that replica holds more than a multiple of the median load"
-    help: ClassVar[str] = 'Follows the cached prefix while loads are even, and the least busy replica once they are not.'
-    brief: ClassVar[str] = 'the cached prefix while loads are even, else the least busy.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.multiple = scenario.router.load_multiple
@@ -46,8 +40,7 @@ class PrefixLoadAware:
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
         return ("believed cached tokens: most wins, unless it holds too many requests",
-                [float(view.matched(i)) for i in range(len(view))])
-
+                view.per_replica(view.matched))
 
 
 POLICY = PrefixLoadAware  # what this file adds to the registry (model/routing/kinds.py)

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
+from model.config import Scenario
 from model.rng import stream
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['RandomChoice']
+from model.routing.view import Policy, View
 
 
-class RandomChoice:
+class RandomChoice(Policy, key='random', label='Random', rule='picks any replica at random',
+                   help='Picks any replica at random.', brief='any replica, at random.'):
     """Pick a replica uniformly at random, from the scenario seed's `router` stream."""
-
-    key: ClassVar[str] = "random"
-    label: ClassVar[str] = "Random"
-    rule: ClassVar[str] = "picks any replica at random"
-    help: ClassVar[str] = 'Picks any replica at random.'
-    brief: ClassVar[str] = 'any replica, at random.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.rng = stream(scenario.seed, "router")

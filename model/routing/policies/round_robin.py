@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['RoundRobin']
+from model.config import Scenario
+from model.routing.view import Policy, View
 
 
-class RoundRobin:
+class RoundRobin(Policy, key='round_robin', label='Round robin', rule='takes turns, ignoring caches and load',
+                 help='Takes turns: request n goes to replica n mod the number of replicas.',
+                 brief='takes turns, whatever each replica holds or carries.'):
     """Send request n to replica n mod replicas, whatever they hold or carry."""
-
-    key: ClassVar[str] = "round_robin"
-    label: ClassVar[str] = "Round robin"
-    rule: ClassVar[str] = "takes turns, ignoring caches and load"
-    help: ClassVar[str] = 'Takes turns: request n goes to replica n mod the number of replicas.'
-    brief: ClassVar[str] = 'takes turns, whatever each replica holds or carries.'
 
     def __init__(self, scenario: Scenario) -> None:
         self.cursor = 0

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from model.config import Scenario
 from model.routing.sglang import Decision, SGLangRouter
 from model.routing.text import CHARS_PER_TOKEN, Renderer
-from model.routing.view import View
-
-if TYPE_CHECKING:
-    from model.config import Scenario
-
-__all__ = ['SGLang']
+from model.routing.view import Policy, View
 
 
-class SGLang:
+class SGLang(Policy, key='sglang', label='SGLang router',
+             rule=('balances load when the fleet is lopsided, else follows its own tree of routed text above a match '
+                   'threshold, else the least loaded'),
+             help=("SGLang's own router (sgl-router 0.3.2, cache-aware), with its launcher's settings. It keeps its "
+                   "own tree of the prompt text it sent, never the replicas' caches. When loads are lopsided it "
+                   "takes the least busy replica; otherwise it follows its tree to the replica that first got the "
+                   "prompt's longest prefix, if that prefix covers enough of the prompt, else the least busy."),
+             brief='its own tree of what it sent: the first holder of a prefix, unless loads are lopsided.'):
     """SGLang's router (sgl-router 0.3.2, `cache_aware`), as its launcher runs it, on what it knows itself.
 
     The rule is `sglang.SGLangRouter`'s: if the fleet is imbalanced (max -
@@ -35,15 +38,6 @@ class SGLang:
     request leaves the count when its prefill ends).
     """
 
-    key: ClassVar[str] = "sglang"
-    label: ClassVar[str] = "SGLang router"
-    rule: ClassVar[str] = ("balances load when the fleet is lopsided, else follows its own tree of routed text above "
-                           "a match threshold, else the least loaded")
-    help: ClassVar[str] = ("SGLang's own router (sgl-router 0.3.2, cache-aware), with its launcher's settings. It keeps its "
-                          "own tree of the prompt text it sent, never the replicas' caches. When loads are lopsided it "
-                          'takes the least busy replica; otherwise it follows its tree to the replica that first got the '
-                          "prompt's longest prefix, if that prefix covers enough of the prompt, else the least busy.")
-    brief: ClassVar[str] = 'its own tree of what it sent: the first holder of a prefix, unless loads are lopsided.'
     RULE: ClassVar[type[SGLangRouter]] = SGLangRouter  # the real router's rule, on its own state
     own_view: ClassVar[bool] = True  # knows what it routed, not the trees: `router.view` does not apply
     # what its cache branch did, for `explain` ({rate}: the tree's match rate, {named}: the replica the tree named)
@@ -87,7 +81,6 @@ class SGLang:
         prompt = max(1, view.request.prompt_tokens)
         return ("its tree's match rate: the replica it names wins above the threshold, unless loads are lopsided",
                 [round(self.beliefs[i] / prompt, 6) for i in range(len(view))])
-
 
 
 POLICY = SGLang  # what this file adds to the registry (routing/policies/__init__.py)

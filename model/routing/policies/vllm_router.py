@@ -7,10 +7,13 @@ from typing import ClassVar
 from model.routing.policies.sglang import SGLang
 from model.routing.sglang import SGLangRouter, VLLMRouterRule
 
-__all__ = ['VLLMRouter']
 
-
-class VLLMRouter(SGLang):
+class VLLMRouter(SGLang, key='vllm_router', label='vLLM router',
+                 rule='as the SGLang router, but of the replicas holding the longest match it takes the least loaded',
+                 help=("vLLM's router (vllm-router 0.1.17, cache-aware), a fork of SGLang's with the same rule and "
+                       "settings but one step: when several replicas hold the longest match equally, it takes the "
+                       "least busy of them rather than the first that got it."),
+                 brief='as the SGLang router, but equal matches go to the least busy.'):
     """vLLM's router (vllm-router 0.1.17, `cache_aware`): SGLang's rule, but equal matches go to the least loaded.
 
     A fork of sgl-router, checked against its binary: the same balance test,
@@ -25,14 +28,6 @@ class VLLMRouter(SGLang):
     defaults (sgl-router's) decide the same as its own.
     """
 
-    key: ClassVar[str] = "vllm_router"
-    label: ClassVar[str] = "vLLM router"
-    rule: ClassVar[str] = ("as the SGLang router, but of the replicas holding the longest match it takes the least "
-                           "loaded")
-    help: ClassVar[str] = ("vLLM's router (vllm-router 0.1.17, cache-aware), a fork of SGLang's with the same rule and "
-                          'settings but one step: when several replicas hold the longest match equally, it takes the least '
-                          'busy of them rather than the first that got it.')
-    brief: ClassVar[str] = 'as the SGLang router, but equal matches go to the least busy.'
     RULE: ClassVar[type[SGLangRouter]] = VLLMRouterRule
     CACHE_WHY: ClassVar[str] = ("Its tree matched {rate:.0%} of the prompt, above its threshold: of the replicas "
                                 "holding that much of it, it took the one with the fewest requests in flight.")

@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["EMBEDDED", "TOKENS", "points", "points_for", "read_points"]
 
-EMBEDDED = "_measured_points"  # lab/page/<this>.py: written into the page's wheel by the build, never into the repo
+EMBEDDED = "_measured_points"  # lab/page/figures/<this>.py: written into the page's wheel by the build, never into the repo
 TOKENS = tuple(sorted({2**k for k in range(16)} | {3 * 2**k for k in range(15)}))  # the rows kept: 1 to 49,152
 
 
@@ -29,7 +29,7 @@ def points() -> dict[str, dict[str, Any]]:
     """Measured points by preset name: {"file", "gpu", "shape" (hidden, MLP, heads, KV heads, gated), "tokens": [...],
     "layer_ms": [...] (one layer, attention aside), "emb_ms": [...] (the embedding, once a pass)}."""
     try:
-        from lab.page import _measured_points  # type: ignore[attr-defined]
+        from lab.page.figures import _measured_points  # type: ignore[attr-defined]
     except ImportError:
         return read_points()
     return _measured_points.POINTS  # type: ignore[no-any-return]
