@@ -44,6 +44,14 @@ COUNT_VIEWS = ("window.__labViews = 0;"
                "document.addEventListener('prefix-lab:view', () => { window.__labViews += 1; });")
 
 
+def pytest_collection_modifyitems(items):
+    """Browser tests share one site, server, Chromium and booted page: with pytest-xdist (scripts/test.sh runs
+    `-n auto --dist loadgroup`) they all go to one worker, in order, while the other workers take the rest."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """`prefix-lab serve` on a free port, on a site of the tests' own (some tests write files into it).
