@@ -18,6 +18,7 @@ try {
 import cProfile, io, json, pstats, time
 from js import process
 from lab.page import view
+from lab.page.store import STORE
 
 def cpu_ms():
     """CPU time of this Node process (Pyodide runs on its one thread): steadier than the clock on a busy machine."""
@@ -43,8 +44,8 @@ for row in json.loads(requests_json):  # profile_pyodide.py writes each row's re
     view.handle_json(json.dumps(request))  # imports, first-use costs
     new = timed(row["new"])
     seen = timed([request] * 5)
-    view._ANSWERS.clear()  # the counts the rows before asked for are new setups here too
-    view._RUNS.clear()
+    STORE.answers.clear()  # the counts the rows before asked for are new setups here too
+    STORE.runs.clear()
     view.handle_json(json.dumps(request))  # the page's last answer: its traffic is the one the next run sends
     fleet = timed(row["fleet"])
     profile = cProfile.Profile()
@@ -85,9 +86,7 @@ def drag(ahead):
 
 if hasattr(view, "prefetch_json"):
     for ahead in (False, True):
-        view._ANSWERS.clear()
-        view._RUNS.clear()
-        getattr(view, "_TRAFFIC", {}).clear()
+        STORE.clear()
         med, worst, idle = drag(ahead)
         out.append(f"== a replicas slider dragged one step at a time, {'with' if ahead else 'without'} answers ahead of "
                    f"time: a step's CPU median {med:.1f} ms, worst {worst:.1f} ms"

@@ -12,6 +12,10 @@ Invariants, checked by `check_invariants()`:
 - only unlocked leaves are evicted, least recently used first, so a shared
   trunk outlives the twigs hanging off it.
 
+With a fleet's `FirstKeys` index given (`model/holders.py`), the tree notes
+there each child it hangs off its root or evicts from it, under its bit, so
+that a router peeks only the trees that can hold some of a prompt.
+
 Recency is a counter (`Clock`) bumped on every touch, never a wall clock, so
 ties cannot happen and runs are reproducible. Each tree has its own unless
 trees are given one to share (`model.studies.tree` does, to note when every tree was
@@ -23,6 +27,8 @@ alone, so it evicts the same leaves in the same order.
 import heapq
 import itertools
 from collections.abc import Hashable, Sequence
+
+from model.holders import FirstKeys
 
 __all__ = ["Clock", "Node", "RadixTree"]
 
@@ -55,10 +61,11 @@ class Node:
 class RadixTree:
     """Prefix cache of one replica, holding at most `capacity` tokens."""
 
-    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "evicted_tokens", "clock", "_heap", "_nodes",
-                 "_seq")
+    __slots__ = ("capacity", "root", "total_tokens", "locked_tokens", "evicted_tokens", "clock", "heads", "bit",
+                 "_heap", "_nodes", "_seq")
 
-    def __init__(self, capacity: int, clock: Clock | None = None) -> None:
+    def __init__(self, capacity: int, clock: Clock | None = None, heads: FirstKeys | None = None,
+                 bit: int = 0) -> None:
         if capacity < 0:
             raise ValueError(f"capacity must be 0 or more tokens, got {capacity}")
         self.capacity = capacity
@@ -68,6 +75,8 @@ class RadixTree:
         self.locked_tokens = 0
         self.evicted_tokens = 0  # every token evicted so far
         self.clock = Clock() if clock is None else clock  # stamps touches; may be shared with other trees
+        self.heads = heads  # the fleet's index of which trees have which root children, kept in step; or None
+        self.bit = bit  # this tree's bit in `heads` (1 << replica)
         self._heap: list[tuple[int, int, Node]] = []  # (stamp, seq, node) of unlocked leaves, lazily pruned
         self._nodes = 0
         self._seq = itertools.count()  # orders heap entries without comparing nodes
@@ -137,6 +146,8 @@ class RadixTree:
         clock.now += 1
         leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), clock.now)
         node.children[keys[i]] = leaf
+        if node is self.root and self.heads is not None:
+            self.heads.add(keys[i], self.bit)
         self.total_tokens += added
         self._nodes += 1
         self._push(leaf)
@@ -173,6 +184,8 @@ class RadixTree:
                 continue  # stale entry: touched, locked, split or gone since it was pushed
             parent = node.parent
             del parent.children[node.keys[0]]  # type: ignore[union-attr]
+            if parent is self.root and self.heads is not None:
+                self.heads.drop(node.keys[0], self.bit)
             node.alive = False
             self.total_tokens -= node.tokens
             self._nodes -= 1

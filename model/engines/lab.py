@@ -19,6 +19,7 @@ from model.config import Scenario
 from model.engines.replica import Replica, Served
 from model.engines.shell import RunShell
 from model.gpus.hardware import Profile
+from model.holders import FirstKeys
 from model.loop import FINISH
 from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
 from model.routing.dispatch import held_elsewhere
@@ -59,13 +60,15 @@ class Run(RunShell):
         self.arrived = 0
         p = self.profile
         timing = p.prefill_s if p.measured is not None else None  # a measured GPU prices each pass itself
+        heads = FirstKeys() if fleet.cache else None  # which trees hold which first keys: routers peek only those
         self.replicas = [Replica(i, p.tokens_in(fleet.memory_gb), fleet.cache, p.overhead_s, p.prefill_tokens_per_s(),
-                                 timing) for i in range(fleet.replicas)]
+                                 timing, heads) for i in range(fleet.replicas)]
         self.link = fleet_link(scenario)  # bytes a second a replica fetches a peer's prefix at; None: it never does
         if self.link is not None:
             for r in self.replicas:
                 r.fetcher = self._fetch
         self._route_with(scenario, force)
+        self.dispatch.heads = heads
         self.served: list[Served] = []  # every served request, if it keeps them (else measured as served)
         # a run that keeps its records measures them at the end; one that streams, as each is served
         self._tally = None if keep_records and on_record is None else \
@@ -224,7 +227,15 @@ class _Tally:
             self.records.append(record)
         if self.on_record is not None:
             self.on_record(record)
-        self.headline.add(record)
+        h = self.headline  # `Headline.add(record)`, written out: it runs once per request
+        i = s.replica
+        h.requests[i] += 1
+        h.cached[i] += cached
+        h.prompt[i] += prompt
+        h.ttfts.append(ttft_ms)
+        if r.turn > 0 and r.user_tokens >= 0:
+            h.continuing += 1
+            h.found += cached >= prompt - r.user_tokens
         bin_s = self.bin_s
         k = int(arrival / bin_s)
         if k > BINS - 1:
@@ -238,9 +249,16 @@ class _Tally:
             self.makespan = end
         # spread the prefill's busy time over the bins it covers (min and max as comparisons)
         a, b = start, end
-        row = self.busy[s.replica]
-        stop = int(b / bin_s) + 1
-        for k in range(int(a / bin_s), stop if stop < BINS else BINS):
+        row = self.busy[i]
+        first, stop = int(a / bin_s), int(b / bin_s) + 1
+        if stop == first + 1 and first < BINS:  # one bin (most prefills): the loop below, once, written out
+            hi, lo = stop * bin_s, first * bin_s
+            overlap = (b if b < hi else hi) - (a if a > lo else lo)
+            if overlap > 0:
+                row[first] += overlap
+            self.taken += 1
+            return
+        for k in range(first, stop if stop < BINS else BINS):
             hi, lo = (k + 1) * bin_s, k * bin_s
             overlap = (b if b < hi else hi) - (a if a > lo else lo)
             if overlap > 0:

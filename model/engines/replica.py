@@ -26,6 +26,7 @@ lab's own preset keeps the formula above, written out where it is used.
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from model.holders import FirstKeys
 from model.radix import Node, RadixTree
 from model.sources.traffic import Request
 
@@ -61,9 +62,10 @@ class Replica:
                  "busy_until", "queued_work_s", "busy_s", "last_routed", "fetcher", "timing")
 
     def __init__(self, index: int, capacity_tokens: int, cache: bool, overhead_s: float,
-                 tokens_per_s: float, timing: Callable[[int, int], float] | None = None) -> None:
+                 tokens_per_s: float, timing: Callable[[int, int], float] | None = None,
+                 heads: FirstKeys | None = None) -> None:
         self.index = index
-        self.tree = RadixTree(capacity_tokens if cache else 0)
+        self.tree = RadixTree(capacity_tokens if cache else 0, None, heads, 1 << index)  # heads: the fleet's index
         self.cache = cache
         self.overhead_s = overhead_s
         self.tokens_per_s = tokens_per_s

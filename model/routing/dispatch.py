@@ -14,6 +14,7 @@ request went, and counts what it believed). The engines do the rest.
 from collections.abc import Callable, Sequence
 
 from model.config import Scenario
+from model.holders import FirstKeys
 from model.memory import Memory
 from model.metrics import ratio
 from model.routing.policies import make_router
@@ -27,7 +28,7 @@ __all__ = ["Dispatcher", "held_elsewhere"]
 class Dispatcher:
     """One run's router: choose a replica per request, keeping the router's memory and its errors."""
 
-    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes")
+    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes", "heads")
 
     def __init__(self, scenario: Scenario, force: dict[int, int] | None = None) -> None:
         r = scenario.router
@@ -42,10 +43,11 @@ class Dispatcher:
         self.watch: Callable[[View, int], None] | None = None  # told of every decision as it is made
         self.believed = 0  # tokens the router believed cached on the replicas it chose
         self.overestimated = 0  # of those, tokens the chosen replica's tree did not hold
+        self.heads: FirstKeys | None = None  # the replicas' trees' shared index of first keys, if the engine keeps one
 
     def route(self, request: Request, replicas: Sequence[Routable], now: float) -> tuple[View, int]:
         """The view the decision was made on, and the replica chosen."""
-        view = View(request, replicas, now, self.memory)
+        view = View(request, replicas, now, self.memory, self.heads)
         index = self.force.get(request.id, self.policy.choose(view))
         if not 0 <= index < len(replicas):
             raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")

@@ -11,9 +11,12 @@ its glossary and `prefix-lab keys` all read it.
 A `View` is made for one routing decision: the
 request, the time, and each replica's backlog and cached match, a match
 looked up lazily and at most once per replica, so it can never outlive the
-decision it was made for. Ties always break the same way: least backlog,
-then the replica routed to least recently, then lowest index; so an idle
-fleet takes turns instead of piling on replica 0.
+decision it was made for. With the fleet's `FirstKeys` index (lab mode's
+trees keep one), only the trees whose root has the prompt's first key are
+looked up; the rest hold none of it, so the numbers are the same. Ties
+always break the same way: least backlog, then the replica routed to least
+recently, then lowest index; so an idle fleet takes turns instead of piling
+on replica 0.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from model.holders import FirstKeys
 from model.memory import Memory
 
 if TYPE_CHECKING:
@@ -91,13 +95,15 @@ class View:
     there with the approximate one. `actual(i)` is always the tree.
     """
 
-    __slots__ = ("request", "now", "replicas", "memory", "_actual", "_believed", "_backlogs")
+    __slots__ = ("request", "now", "replicas", "memory", "heads", "_actual", "_believed", "_backlogs")
 
-    def __init__(self, request: Request, replicas: Sequence[Routable], now: float, memory: Memory | None = None) -> None:
+    def __init__(self, request: Request, replicas: Sequence[Routable], now: float, memory: Memory | None = None,
+                 heads: FirstKeys | None = None) -> None:
         self.request = request
         self.now = now
         self.replicas = replicas
         self.memory = memory
+        self.heads = heads  # which trees have which first keys (the trees keep it), if the engine has one
         self._actual: list[int | None] = [None] * len(replicas)
         self._believed: list[int | None] = self._actual if memory is None else [None] * len(replicas)
         self._backlogs: list[float] | None = None  # every replica's backlog at `now`, once one is asked for
@@ -134,6 +140,22 @@ class View:
         m = self._actual
         if None in m:
             keys = self.request.keys
+            heads = self.heads
+            if heads is not None:  # peek only the trees whose root has the prompt's first key
+                held = heads.holders.get(keys[0], 0) if keys else 0
+                replicas = self.replicas
+                if m.count(None) == len(m):  # nothing looked up yet (the usual case): 0 but where the key is
+                    m[:] = [0] * len(m)
+                    while held:
+                        low = held & -held
+                        i = low.bit_length() - 1
+                        m[i] = replicas[i].tree.peek(keys)
+                        held ^= low
+                else:
+                    for i, x in enumerate(m):
+                        if x is None:
+                            m[i] = replicas[i].tree.peek(keys) if held >> i & 1 else 0
+                return m  # type: ignore[return-value]
             first = keys[0] if keys else None  # a tree without the prompt's first key matches nothing of it
             m[:] = [(r.tree.peek(keys) if r.cache and first in r.tree.root.children else 0) if x is None else x
                     for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
