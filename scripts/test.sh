@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
 .venv/bin/mypy
-# One worker per core (pytest-xdist): the browser tests all on one of them, in order (tests/conftest.py).
-exec .venv/bin/python -m pytest -n auto --dist loadgroup "$@"
+# One worker per core (pytest-xdist), a test file at a time on one worker (tests/conftest.py).
+exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"

@@ -11,6 +11,9 @@ after `reset_lab` has put it back to a state a new page would have, and blames
 the test for whatever the page did wrong meanwhile. Tests of booting, aborted
 routes, limits or embedding open their own (`page`).
 Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
+
+With pytest-xdist (scripts/test.sh: `-n auto --dist loadfile`) each worker has its own site, server, Chromium
+and booted page, and runs a test file whole: its module fixtures are set up once.
 """
 
 import functools
@@ -42,14 +45,6 @@ SETTLED = "['ready', 'error'].includes(document.documentElement.dataset.lab)"
 # wait can tell the answer to its own change from a `ready` that was there before the change arrived.
 COUNT_VIEWS = ("window.__labViews = 0;"
                "document.addEventListener('prefix-lab:view', () => { window.__labViews += 1; });")
-
-
-def pytest_collection_modifyitems(items):
-    """Browser tests share one site, server, Chromium and booted page: with pytest-xdist (scripts/test.sh runs
-    `-n auto --dist loadgroup`) they all go to one worker, in order, while the other workers take the rest."""
-    for item in items:
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.fixture(scope="session")
