@@ -735,8 +735,10 @@ def patches(state: State, derived: Derived) -> dict:
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
         **compare.base_patches(derived.base_result),
-        **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
+    top = compare.tops(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result))
+    bokeh.update(compare.axes_patches(top))
+    bokeh.update(compare.off_chart(top, derived.result, derived.base_result))
     context = Context(scenario, derived.result, run, state.page)
     text = scenario.to_text()
     shown = state.shown
