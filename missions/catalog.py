@@ -133,7 +133,7 @@ MISSIONS: tuple[Mission, ...] = (
                "Spilling too eagerly gives away hit rate: keep Prefix cache hit rate over time in view while you "
                "move the Spill threshold."),
         predict=Prediction("ttft_p99_ms", "With the cache-aware router never letting go, how long will the slowest "
-                           "request in a hundred wait for its first token?", 0, 4000, 50),
+                           "request in a hundred wait for its first token?", 0, 5000, 50),
     ),
     Mission(
         id="surge-memory",

@@ -73,7 +73,6 @@ from lab.page.missionview import Memo, Play
 from lab.page.store import STORE
 from lab.page.tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from lab.page.urlstate import HashState, capped, read_hash, write_hash
-from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import (
     PRESETS,
@@ -779,8 +778,8 @@ def patches(state: State, derived: Derived) -> dict:
     p = teach.asked(mission, state.page) if derived.teach.asking else None
     if p is not None:
         bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
-                                          "format": "0%" if p.hi <= 1 else "0,0",
-                                          "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
+                                          "format": "0%" if p.hi <= 1 else "0,0" if p.step >= 1 else "0,0.0",
+                                          "title": _guess_title(p.figure)}
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
@@ -805,7 +804,9 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#compare-tools"] = {"html": _compare_tools(state, derived)}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
-    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
+    held = derived.teach.asking and mission is not None and mission.predict is not None and \
+        mission.predict.figure == "router_overestimate"  # the share the player is asked to guess
+    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result, held_back=held)}
     dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
     dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
@@ -814,6 +815,13 @@ def patches(state: State, derived: Derived) -> dict:
         if "html" in patch:
             patch["html"] = _as_browsers_write(patch["html"])
     return {"bokeh": bokeh, "dom": dom}
+
+
+def _guess_title(figure: str) -> str:
+    """The guess slider's title: short, so the value beside it always shows (the question above names the
+    figure); its unit when the value does not show one."""
+    unit = " (ms)" if figure.endswith("_ms") else " (requests/s)" if figure == "throughput_rps" else ""
+    return "Your guess" + unit
 
 
 def _gpu_fit_dom(scenario: Scenario) -> dict[str, dict]:

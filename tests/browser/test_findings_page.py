@@ -1,9 +1,12 @@
 """Issue 29's findings, each played through the page's controls as the session that filed it played them, and
 checked gone. Controls are found by role and accessible name; every wait is on the page's own state."""
 
+import re
+
 import pytest
 from conftest import reset_lab
-from test_missions_page import choose, press
+from playwright.sync_api import expect
+from test_missions_page import answered, choose, press
 
 pytestmark = pytest.mark.browser
 
@@ -32,3 +35,38 @@ def test_mission_14_with_one_prefill_and_one_decode_gpu_marks_the_p99_its_axis_c
              if v is not None and v > top}
     assert above <= set(over["x"]) and all(y < top for y in over["y"])
     assert [label for label in over["label"] if label] == [f"above: {max(p99):,.0f} ms"]
+
+
+GUESS_TITLE = """(() => {
+    const views = [];
+    const walk = (v) => { views.push(v); for (const c of v.child_views ?? []) walk(c); };
+    for (const top of Bokeh.index) walk(top);
+    const view = views.find((v) => (v.model.tags ?? []).includes('predict:guess'));
+    const title = view.el.shadowRoot.querySelector('.bk-slider-title');
+    return {text: title.innerText, fits: title.scrollWidth <= title.clientWidth + 1};
+})()"""
+
+
+def test_mission_10_asks_its_guess_without_showing_the_answer_and_its_slider_says_its_value(fresh_lab):
+    page = reset_lab(fresh_lab, "unlock=all")
+    answered(page, lambda: page.get_by_role("button", name=re.compile(r"^10\. The router remembers too much")).click())
+    assert "guess=ask" in page.evaluate("location.hash")
+    router = page.locator("#router-info")
+    assert "%" not in router.inner_text() and "once you check your guess" in router.inner_text()
+    title = page.evaluate(GUESS_TITLE)
+    assert title["fits"] and title["text"] == "Your guess: 50%"  # the whole title shows, value and all
+    handle = page.get_by_role("slider", name="Your guess")
+    for _ in range(5):
+        handle.press("ArrowRight")
+    expect(handle).to_have_attribute("aria-valuenow", "0.55")  # not 0.6: the exact value
+    answered(page, lambda: page.get_by_role("button", name="Check my guess").click())
+    assert re.search(r"\d+\.\d% of the cached tokens it counted on were not there", router.inner_text())
+
+
+def test_mission_4_starts_its_guess_away_from_the_answer_and_mission_13_says_why_it_is_open(fresh_lab):
+    page = reset_lab(fresh_lab, "unlock=all")
+    answered(page, lambda: page.get_by_role("button", name=re.compile(r"^4\. One hot tenant")).click())
+    assert page.evaluate(GUESS_TITLE)["text"] == "Your guess (ms): 2,500"  # the answer is 2,006 ms
+    choose(page, 13, "Real traffic, fewest replicas")
+    assert "It opens early, once 3. Round robin spreads the memory thin has a star" in \
+        page.locator(".mission-detail").inner_text()

@@ -99,18 +99,18 @@ def memory_data(result: Result) -> dict[str, list[Any]]:
             "width": [s.bin_s * 0.8] * len(evicted), "total": [round(a + b, 3) for a, b in zip(running, cached)]}
 
 
-def router_html(scenario: Scenario, result: Result) -> str:
-    """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was."""
+def router_html(scenario: Scenario, result: Result, held_back: bool = False) -> str:
+    """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was (unless
+    `held_back`: while a mission asks the player to guess that very share, it is said to come after the guess)."""
     cls = ROUTERS[scenario.router.kind]
     text = f"<p><strong>{html.escape(cls.label)}</strong> {html.escape(cls.rule)}.</p>"
+    wrong = ("how many of the cached tokens it counted on were not there shows once you check your guess"
+             if held_back else f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted "
+             "on were not there")
     if getattr(cls, "own_view", False):
-        text += (f"<p>It routes on its own tree of the text it sent, not on the caches themselves: "
-                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
-                 f"were not there.</p>")
+        text += f"<p>It routes on its own tree of the text it sent, not on the caches themselves: {wrong}.</p>"
     elif scenario.router.view == "approximate":
-        text += (f"<p>It routes on its memory of what it sent where, not on the caches themselves: "
-                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
-                 f"were not there.</p>")
+        text += f"<p>It routes on its memory of what it sent where, not on the caches themselves: {wrong}.</p>"
     return text
 
 

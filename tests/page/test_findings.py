@@ -1,0 +1,59 @@
+"""Issue 29's findings in the view code: what a mission shows while it asks for a guess, where its slider starts,
+and why a mission opens out of order."""
+
+import json
+
+import pytest
+from helpers import ROOT
+
+import lab.page.view as view
+from lab.common.tracemission import mission_sources
+from lab.page.missionview import GUESS_INPUT
+from lab.page.urlstate import write_hash
+from missions import MISSIONS, find_mission
+
+TRUTH = {d["id"]: d["predict"]["truth"]
+         for d in json.loads((ROOT / "lab" / "data" / "mission-sweeps.json").read_text())["missions"]}
+
+
+def opened(mission, **page):
+    return view.handle({"hash": write_hash(mission.start, {"mission": mission.id, "unlock": "all", **page})},
+                       mission_sources())
+
+
+def everything_said(answer):
+    """Every text and HTML the answer puts on the page, and every Bokeh title."""
+    dom = [str(patch.get(k, "")) for patch in answer["patches"]["dom"].values() for k in ("text", "html")]
+    return " ".join(dom + [str(p.get("title", "")) for p in answer["patches"]["bokeh"].values()])
+
+
+def test_mission_10_asking_its_guess_shows_the_share_nowhere_until_it_is_checked():
+    mission = find_mission("stale-router")
+    shown = f"{TRUTH[mission.id]:.1%}"
+    asking = opened(mission, guess="ask")
+    assert shown not in everything_said(asking)
+    assert "shows once you check your guess" in asking["patches"]["dom"]["#router-info"]["html"]
+    assert shown in opened(mission)["patches"]["dom"]["#router-info"]["html"]  # no guess asked: said at once
+
+
+@pytest.mark.parametrize("mission", MISSIONS, ids=lambda m: m.id)
+def test_a_guess_left_where_its_slider_starts_is_never_close_to_the_truth(mission):
+    p = mission.predict
+    slider = opened(mission, guess="ask")["patches"]["bokeh"][GUESS_INPUT]
+    assert (slider["start"], slider["end"], slider["step"]) == (p.lo, p.hi, p.step)
+    assert abs(slider["value"] - TRUTH[mission.id]) >= 3 * p.step, "an untouched guess is nearly right"
+    assert slider["title"] in ("Your guess", "Your guess (ms)")  # short: the value beside it shows
+
+
+def test_a_mission_that_opens_out_of_order_says_why_and_the_one_that_opens_it_says_so():
+    def detail(mission_id):
+        return opened(find_mission(mission_id))["patches"]["dom"]["#missions"]["html"].split("mission-detail")[1]
+
+    assert "It opens early, once 3. Round robin spreads the memory thin has a star" in detail("real-traffic")
+    assert "It opens early" not in detail("hot-tenant")
+    rr = find_mission("round-robin")
+    passed = view.handle({"hash": write_hash(rr.start.with_text({"router.kind": "cache_aware"}),
+                                             {"mission": rr.id, "unlock": "all"})})
+    said = passed["patches"]["dom"]["#missions"]["html"]
+    assert ("A star here opens 4. One hot tenant, one hot replica; 13. Real traffic, fewest replicas (it builds only "
+            "on this one).") in said
