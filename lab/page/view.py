@@ -948,9 +948,13 @@ def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> st
         return (f"{result.requests:,} requests replayed from {trace}; {result.prefill_gpu_s:,.1f} GPU-seconds of "
                 f"prefill, {result.recompute_gpu_s:,.1f} of them recomputing blocks another replica held.")
     rate = scenario.traffic.session_rate * scenario.traffic.turns_mean
-    return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
-            f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "
-            f"recomputing tokens another replica held.")
+    last = max((rec.arrival_s for rec in result.records), default=0.0)
+    when = (f"in {scenario.duration_s:g} s (about {rate:.1f} per second)" if last < scenario.duration_s else
+            # serving mode's sessions wait for their answers: those started in the window send every turn, however late
+            f"from the sessions that started in the first {scenario.duration_s:g} s (each turn waits for the answer "
+            f"before it, so the last arrived at {last:,.1f} s)")
+    return (f"{result.requests:,} requests {when}; {result.prefill_gpu_s:,.1f} GPU-seconds of prefill, "
+            f"{result.recompute_gpu_s:,.1f} of them recomputing tokens another replica held.")
 
 
 def _events_html(scenario: Scenario, removable: bool = True) -> str:

@@ -70,3 +70,14 @@ def test_mission_4_starts_its_guess_away_from_the_answer_and_mission_13_says_why
     choose(page, 13, "Real traffic, fewest replicas")
     assert "It opens early, once 3. Round robin spreads the memory thin has a star" in \
         page.locator(".mission-detail").inner_text()
+
+
+def test_a_serving_run_short_of_kv_memory_says_what_its_requests_waited_for(fresh_lab):
+    page = fresh_lab
+    answered(page, lambda: page.get_by_role("checkbox", name="Serving mode: decode answers in batches").check())
+    answered(page, lambda: page.get_by_role("combobox", name="Model and GPU").select_option(
+        label="CodeLlama 13B on A100"))
+    readout = page.locator("#readout").inner_text()
+    assert "sessions that started in the first 180 s" in readout and "the last arrived at" in readout
+    caption = page.locator("#cap-load").inner_text()
+    assert "counts prefill work only" in caption and "the median request waited" in caption

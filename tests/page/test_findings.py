@@ -2,6 +2,7 @@
 and why a mission opens out of order."""
 
 import json
+import re
 
 import pytest
 from helpers import ROOT
@@ -57,3 +58,24 @@ def test_a_mission_that_opens_out_of_order_says_why_and_the_one_that_opens_it_sa
     said = passed["patches"]["dom"]["#missions"]["html"]
     assert ("A star here opens 4. One hot tenant, one hot replica; 13. Real traffic, fewest replicas (it builds only "
             "on this one).") in said
+
+
+def test_serving_mode_says_its_turns_keep_arriving_after_the_window_and_lab_mode_says_what_it_did():
+    served = view.handle({"hash": "fleet.decode=true"})
+    last = max(float(t) for t in re.findall(r"<td>([\d.,]+) s</td>", served["patches"]["dom"]["#slowest"]["html"]))
+    readout = served["patches"]["dom"]["#readout"]["text"]
+    said = float(re.search(r"the last arrived at ([\d,.]+) s", readout).group(1).replace(",", ""))
+    assert "sessions that started in the first 180 s" in readout and last <= said and said > 180
+    lab = view.handle({"hash": ""})["patches"]["dom"]["#readout"]["text"]
+    assert re.match(r"[\d,]+ requests in 180 s \(about [\d.]+ per second\);", lab)
+
+
+def test_a_serving_run_that_waits_for_kv_memory_says_so_beside_its_queued_work():
+    answer = view.handle({"hash": "fleet.decode=true&hardware.preset=codellama13b_a100&fleet.memory_gb=4"})
+    caption = answer["patches"]["dom"]["#cap-load"]["text"]
+    queued = float(re.search(r"The longest queue was ([\d,.]+) s of work", caption).group(1).replace(",", ""))
+    waited = float(re.search(r"the median request waited ([\d,.]+) s", caption).group(1).replace(",", ""))
+    ttft_p50_s = answer["summary"]["ttft_p50_ms"] / 1000
+    assert queued < ttft_p50_s / 2  # the queued prefill alone cannot explain the wait ...
+    assert ttft_p50_s * 0.9 <= waited <= ttft_p50_s  # ... the wait for room in KV memory does
+    assert "counts prefill work only" in caption
