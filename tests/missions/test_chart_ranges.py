@@ -13,12 +13,15 @@ from numbers import Number
 
 import pytest
 from bokeh.models import DataRange1d, FactorRange, LabelSet, LogScale, Range1d
+from helpers import ROOT
 from test_missions import SOLUTIONS
 
 import lab.page.view as view
-from lab.common.tracemission import mission_sources
+from lab.common.tracemission import BytesSource, mission_sources
+from lab.page.teach import SWEEPS_KEY
 from lab.page.urlstate import write_hash
 from lab.site.drawings import DRAW, figures
+from lab.site.layout import landscape
 from missions import MISSIONS, find_mission
 
 X = ("x", "left", "right", "x0", "x1")
@@ -147,3 +150,22 @@ def test_a_pinned_baseline_keeps_its_axes_and_marks_what_a_change_sends_past_the
     assert changed["patches"]["bokeh"]["src:ttft_over"]["data"]["x"]
     assert check(changed) == {}
     assert check(pinned) == {} and not pinned["patches"]["bokeh"]["src:ttft_over"]["data"]["x"]
+
+
+@pytest.fixture(scope="module")
+def with_sweeps(files):
+    blob = (ROOT / "lab" / "data" / "mission-sweeps.json").read_bytes()
+    return {**files, SWEEPS_KEY: BytesSource("mission-sweeps.json", blob)}
+
+
+@pytest.mark.parametrize("mission", MISSIONS, ids=lambda m: m.id)
+def test_where_your_setup_lands_shows_every_setup_or_marks_it_and_squashes_none_against_the_axis(mission, with_sweeps):
+    answer = view.handle(at(mission, {}), with_sweeps)
+    assert not answer["patches"]["dom"]["#landscape"]["hidden"]
+    fig = landscape(answer)
+    assert hidden(fig, "land") == []
+    ys = [y for r in fig.renderers if r.data_source.name in ("src:land", "src:land_start")
+          for y in r.data_source.data["y"]]
+    top = fig.y_range.end if isinstance(fig.y_range, Range1d) else max(ys)
+    shown = sorted(y for y in ys if y <= top)
+    assert shown[len(shown) // 2] >= top / 10, f"half the setups sit in the bottom tenth of a 0..{top} axis"
