@@ -899,7 +899,26 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
         "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
         "color": [EVENT_COLOURS[e.kind] for e in ev],
         "label": [EVENT_NAMES[e.kind] for e in ev],
+        "y": [round(1 - LABEL_ROW * row, 3) for row in _label_rows([e.at_s for e in ev], scenario.duration_s)],
     }}}
+
+
+LABEL_ROW = 0.09  # an event label's line, as a share of a chart's height (11px text in about 180px)
+LABEL_ROOM = 0.15  # the share of the run's length one label takes across a chart, at most
+
+
+def _label_rows(starts: list[float], duration_s: float) -> list[int]:
+    """A line for each event's label, so that labels of events starting close together do not overprint: each
+    takes the first line on which the label before it started at least LABEL_ROOM of the run earlier."""
+    last: list[float] = []  # the start of the latest label on each line
+    rows = [0] * len(starts)
+    for i in sorted(range(len(starts)), key=starts.__getitem__):
+        row = next((r for r, t in enumerate(last) if starts[i] - t >= LABEL_ROOM * duration_s), len(last))
+        if row == len(last):
+            last.append(starts[i])
+        last[row] = starts[i]
+        rows[i] = row
+    return rows
 
 
 def _locked_axes(state: State, derived: Derived) -> dict[str, float]:

@@ -47,7 +47,7 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
              fill_color="color", fill_alpha=0.12, line_alpha=0)  # colours match the events list
-    fig.add_layout(LabelSet(x="left", y=1, y_range_name="events", text="label", source=events, text_font_size="11px",
+    fig.add_layout(LabelSet(x="left", y="y", y_range_name="events", text="label", source=events, text_font_size="11px",
                             text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
     fig.y_range.start = 0
     return fig

@@ -79,3 +79,12 @@ def test_a_serving_run_that_waits_for_kv_memory_says_so_beside_its_queued_work()
     assert queued < ttft_p50_s / 2  # the queued prefill alone cannot explain the wait ...
     assert ttft_p50_s * 0.9 <= waited <= ttft_p50_s  # ... the wait for room in KV memory does
     assert "counts prefill work only" in caption
+
+
+def test_labels_of_events_that_start_together_go_on_lines_of_their_own():
+    events = view.handle({"hash": "events=surge@40+100,burst@40+30x3,timestamp@45,burst@120+10x2"})
+    data = events["patches"]["bokeh"]["src:events"]["data"]
+    y = dict(zip(zip(data["label"], data["left"]), data["y"], strict=True))
+    assert len({y[("Tenant surge", 40)], y[("Burst", 40)], y[("Timestamp at the top", 45)]}) == 3  # close: one line each
+    assert y[("Burst", 120)] == max(data["y"])  # far from the others: back on the first line
+    assert all(0.5 < v <= 1 for v in data["y"])
