@@ -54,6 +54,7 @@ from lab.page.controls import (
     describe_event,
     event_input_patches,
     for_people,
+    in_words,
     read_controls,
 )
 from lab.page.figures import (
@@ -787,7 +788,8 @@ def patches(state: State, derived: Derived) -> dict:
         dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
-    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
+    notes = (in_words(n) for n in derived.result.notes)  # the model writes keys; the page, its controls' names
+    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     traced, name = derived.traced, state.page.get("trace")
     if traced is not None and name is None and mission is not None:  # the mission's own trace

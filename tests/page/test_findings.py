@@ -1,6 +1,7 @@
 """Issue 29's findings in the view code: what a mission shows while it asks for a guess, where its slider starts,
 and why a mission opens out of order."""
 
+import html
 import json
 import re
 
@@ -9,9 +10,11 @@ from helpers import ROOT
 
 import lab.page.view as view
 from lab.common.tracemission import mission_sources
+from lab.page.controls import CONTROLS
 from lab.page.missionview import GUESS_INPUT
 from lab.page.urlstate import write_hash
 from missions import MISSIONS, find_mission
+from model import PRESETS
 
 TRUTH = {d["id"]: d["predict"]["truth"]
          for d in json.loads((ROOT / "lab" / "data" / "mission-sweeps.json").read_text())["missions"]}
@@ -88,3 +91,37 @@ def test_labels_of_events_that_start_together_go_on_lines_of_their_own():
     assert len({y[("Tenant surge", 40)], y[("Burst", 40)], y[("Timestamp at the top", 45)]}) == 3  # close: one line each
     assert y[("Burst", 120)] == max(data["y"])  # far from the others: back on the first line
     assert all(0.5 < v <= 1 for v in data["y"])
+
+
+@pytest.mark.parametrize("control", [c for c in CONTROLS if c.widget == "select"], ids=lambda c: c.key)
+def test_a_menus_help_line_says_something_about_every_choice(control):
+    for option in control.options:
+        answer = view.handle({"hash": f"{control.key}={option}"})
+        line = html.unescape(answer["patches"]["bokeh"][control.help_name]["text"])
+        assert line and not line.rstrip().endswith(":") and line.split(": ", 1)[-1].strip(), (option, line)
+
+
+SHOWN_NAMES = sorted({c.key for c in CONTROLS if "." in c.key} | (set(PRESETS) - {"lab"}), key=len, reverse=True)
+INTERNAL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in SHOWN_NAMES) + r")(?![\w])")
+
+
+def page_words(answer):
+    """What the answer writes on the page for people to read: texts, HTML without its tags and code, notices."""
+    out = list(answer["notices"])
+    for patch in answer["patches"]["dom"].values():
+        for k in ("text", "html"):
+            if k in patch:
+                out.append(html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<code>.*?</code>", "", str(patch[k])))))
+    return out
+
+
+@pytest.mark.parametrize("hash_", [
+    "fleet.decode=true&fleet.prefill_replicas=1&fleet.decode_replicas=2",  # the split's note
+    "fleet.prefill_replicas=1&fleet.decode_replicas=1",  # split keys in lab mode
+    "fleet.decode=true&fleet.fetch=rdma&hardware.preset=article_14b_h100",  # fetch in serving mode
+    "fleet.decode=true&hardware.preset=codellama13b_a100",  # serving mode's heading
+    *(write_hash(m.start, {"mission": m.id, "unlock": "all"}) for m in MISSIONS),
+])
+def test_the_page_names_controls_and_presets_as_people_read_them_never_by_their_keys(hash_):
+    said = [w for w in page_words(view.handle({"hash": hash_}, mission_sources())) if INTERNAL.search(w)]
+    assert said == []

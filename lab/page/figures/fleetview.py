@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lab.page.store import STORE
-from model import ROUTERS, Result, Scenario
+from model import PRESETS, ROUTERS, Result, Scenario
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 REPLICA_COLOURS = PALETTE[:6] + (PALETTE[7], "#999999")  # Okabe-Ito without its yellow, which white swallows
@@ -83,7 +83,8 @@ def serving_html(result: Result) -> str:
     if result.rejected:
         items.append(("Refused", f"{result.rejected:,} requests larger than a replica's whole KV memory"))
     rows = "".join(f"<li><span>{html.escape(k)}</span> <strong>{html.escape(v)}</strong></li>" for k, v in items)
-    return f'<h3>Serving mode on {html.escape(result.hardware)}</h3><ul class="figures">{rows}</ul>'
+    hardware = PRESETS[result.hardware].label if result.hardware in PRESETS else result.hardware
+    return f'<h3>Serving mode on {html.escape(hardware)}</h3><ul class="figures">{rows}</ul>'
 
 
 @per_result
