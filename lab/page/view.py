@@ -797,7 +797,8 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
     if derived.fetch is not None and derived.fetch["key"].startswith(MISSION_KEY):
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
-    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
+    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario),
+                                                                                   scenario)}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
     dom.update(_gpu_fit_dom(scenario))
     dom["#deltas"] = {"hidden": derived.base is None,

@@ -10,13 +10,16 @@ the figures on the page.
 from typing import Any
 
 from bokeh.models import (
+    BasicTickFormatter,
     ColorBar,
     ColumnDataSource,
     FactorRange,
     FixedTicker,
     HoverTool,
     LabelSet,
+    LinearAxis,
     LinearColorMapper,
+    NumeralTickFormatter,
     Range1d,
     Span,
 )
@@ -38,7 +41,20 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(patch["data"], name=name) for name, patch in data.items()
                if name.startswith("src:")}
-    return {name: DRAW[name](sources, data) for name in which}
+    drawn = {name: DRAW[name](sources, data) for name in which}
+    for f in drawn.values():
+        _plain_ticks(f)
+    return drawn
+
+
+PLAIN_TICKS = "0,0.[0000]"  # 500,000 and 0.005, never 5.000e+5 (long labels that overlap their neighbours)
+
+
+def _plain_ticks(f: Any) -> None:
+    """Every linear axis of `f` writes its ticks as plain numbers with thousands separators."""
+    for axis in (*f.xaxis, *f.yaxis):
+        if isinstance(axis, LinearAxis) and isinstance(axis.formatter, BasicTickFormatter):
+            axis.formatter = NumeralTickFormatter(format=PLAIN_TICKS)
 
 
 def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, height: int = 230) -> Any:

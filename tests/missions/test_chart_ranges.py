@@ -12,7 +12,7 @@ import math
 from numbers import Number
 
 import pytest
-from bokeh.models import DataRange1d, FactorRange, LabelSet, LogScale, Range1d
+from bokeh.models import BasicTickFormatter, DataRange1d, FactorRange, LabelSet, LinearAxis, LogScale, Range1d
 from helpers import ROOT
 from test_missions import SOLUTIONS
 
@@ -169,3 +169,11 @@ def test_where_your_setup_lands_shows_every_setup_or_marks_it_and_squashes_none_
     top = fig.y_range.end if isinstance(fig.y_range, Range1d) else max(ys)
     shown = sorted(y for y in ys if y <= top)
     assert shown[len(shown) // 2] >= top / 10, f"half the setups sit in the bottom tenth of a 0..{top} axis"
+
+
+def test_no_chart_writes_its_ticks_in_scientific_notation(files):
+    answer = view.handle(CASES["split-decode, one prefill and one decode GPU"], files)
+    for name, fig in figures(answer, shown_figures(answer)).items():
+        for axis in (*fig.xaxis, *fig.yaxis):
+            if isinstance(axis, LinearAxis):  # Bokeh's own writes 500,000 as 5.000e+5, labels that overlap
+                assert not isinstance(axis.formatter, BasicTickFormatter), name

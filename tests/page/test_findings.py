@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, TRACES
 
 import lab.page.view as view
 from lab.common.tracemission import mission_sources
@@ -125,3 +125,28 @@ def page_words(answer):
 def test_the_page_names_controls_and_presets_as_people_read_them_never_by_their_keys(hash_):
     said = [w for w in page_words(view.handle({"hash": hash_}, mission_sources())) if INTERNAL.search(w)]
     assert said == []
+
+
+class _Bytes:
+    """A trace as the worker hands the view a file."""
+
+    def __init__(self, data, name):
+        self.data, self.name, self.size = data, name, len(data)
+
+    def read(self, start, end):
+        return self.data[start:end]
+
+    def progress(self, phase, requests, read):
+        pass
+
+
+def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme():
+    with open(TRACES / "conversation_trace.jsonl", "rb") as f:
+        source = _Bytes(b"".join(next(f) for _ in range(1500)), "mine.jsonl")
+    answer = view.handle({"hash": "", "action": {"type": "trace", "name": source.name}}, {"user": source})
+    said = html.unescape(re.sub(r"<[^>]+>", "", answer["patches"]["dom"]["#trace-summary"]["html"]))
+    assert answer["summary"]["hit_rate"] < 0.05 and answer["summary"]["ttft_p50_ms"] > 10_000
+    assert "longer than a replica's whole prefix cache (32,768 tokens in 4 GB)" in said
+    assert "requests queue" in said and "fleet.memory_gb=64" in said
+    roomy = view.handle({"hash": "fleet.memory_gb=1024&fleet.replicas=16&trace=mine.jsonl"}, {"user": source})
+    assert "longer than a replica's whole prefix cache" not in roomy["patches"]["dom"]["#trace-summary"]["html"]
