@@ -4,7 +4,8 @@ checked gone. Controls are found by role and accessible name; every wait is on t
 import re
 
 import pytest
-from conftest import reset_lab
+from conftest import READY, reset_lab
+from helpers import TRACES
 from playwright.sync_api import expect
 from test_missions_page import answered, choose, press
 
@@ -81,3 +82,43 @@ def test_a_serving_run_short_of_kv_memory_says_what_its_requests_waited_for(fres
     assert "sessions that started in the first 180 s" in readout and "the last arrived at" in readout
     caption = page.locator("#cap-load").inner_text()
     assert "counts prefill work only" in caption and "the median request waited" in caption
+
+
+def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme(fresh_lab, tmp_path):
+    page = fresh_lab
+    trace = tmp_path / "mine.jsonl"
+    with open(TRACES / "conversation_trace.jsonl", "rb") as f:
+        trace.write_bytes(b"".join(next(f) for _ in range(1500)))
+    page.get_by_label("Choose a trace file").set_input_files(str(trace))
+    page.wait_for_function(f"({READY}) && location.hash.includes('trace=mine.jsonl')", timeout=60_000)
+    summary = page.locator("#trace-summary").inner_text()
+    assert "longer than a replica's whole prefix cache (32,768 tokens in 4 GB)" in summary
+    assert "requests queue" in summary
+    ticks = page.evaluate("""Bokeh.documents.flatMap(d => [...d.all_models])
+        .filter(m => m.type === 'NumeralTickFormatter').length""")
+    assert ticks > 0  # the charts' linear axes write plain numbers, never 5.000e+5
+    page.get_by_role("button", name="Back to the lab's traffic").click()
+    page.wait_for_function(f"({READY}) && !location.hash.includes('trace=')", timeout=30_000)
+
+
+def test_a_split_serving_fleet_is_named_in_peoples_words_and_every_menu_choice_explained(fresh_lab):
+    page = fresh_lab
+    answered(page, lambda: page.get_by_role("checkbox", name="Serving mode: decode answers in batches").check())
+    press(page, page.get_by_role("slider", name="GPUs that only prefill"), "ArrowRight")
+    press(page, page.get_by_role("slider", name="GPUs that only decode"), "ArrowRight")
+    notices = page.locator("#notices").inner_text()
+    assert "is not used" in notices and "fleet.replicas" not in notices and "article_14b_h100" not in notices
+    assert "Serving mode on 14B on H100" in page.locator("#serving").inner_text()
+    answered(page, lambda: page.get_by_role("combobox", name="Model and GPU").select_option(
+        label="CodeLlama 13B on A100"))
+    expect(page.get_by_text(re.compile(r"^CodeLlama 13B on A100: 13\.0B parameters, 800 KiB of KV a token"))).to_be_visible()
+
+
+def test_mission_1_places_every_setup_where_it_can_be_told_apart(fresh_lab):
+    page = reset_lab(fresh_lab, "unlock=all")
+    choose(page, 1, "Nothing is remembered")
+    page.wait_for_function("document.querySelector('#landscape') && !document.querySelector('#landscape').hidden",
+                           timeout=30_000)
+    top = model(page, "yr:land")["end"]
+    over = model(page, "src:land_over")
+    assert top < 1000 and any(label.startswith("above: 66,0") for label in over["label"])  # one replica, no cache
