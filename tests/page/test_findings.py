@@ -9,7 +9,7 @@ import pytest
 from helpers import ROOT, TRACES
 
 import lab.page.view as view
-from lab.common.tracemission import mission_sources
+from lab.common.tracemission import BytesSource, mission_sources
 from lab.page.controls import CONTROLS
 from lab.page.missionview import GUESS_INPUT
 from lab.page.urlstate import write_hash
@@ -127,22 +127,9 @@ def test_the_page_names_controls_and_presets_as_people_read_them_never_by_their_
     assert said == []
 
 
-class _Bytes:
-    """A trace as the worker hands the view a file."""
-
-    def __init__(self, data, name):
-        self.data, self.name, self.size = data, name, len(data)
-
-    def read(self, start, end):
-        return self.data[start:end]
-
-    def progress(self, phase, requests, read):
-        pass
-
-
 def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme():
     with open(TRACES / "conversation_trace.jsonl", "rb") as f:
-        source = _Bytes(b"".join(next(f) for _ in range(1500)), "mine.jsonl")
+        source = BytesSource("mine.jsonl", b"".join(next(f) for _ in range(1500)))
     answer = view.handle({"hash": "", "action": {"type": "trace", "name": source.name}}, {"user": source})
     said = html.unescape(re.sub(r"<[^>]+>", "", answer["patches"]["dom"]["#trace-summary"]["html"]))
     assert answer["summary"]["hit_rate"] < 0.05 and answer["summary"]["ttft_p50_ms"] > 10_000
