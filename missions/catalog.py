@@ -133,7 +133,7 @@ MISSIONS: tuple[Mission, ...] = (
                "Spilling too eagerly gives away hit rate: keep Prefix cache hit rate over time in view while you "
                "move the Spill threshold."),
         predict=Prediction("ttft_p99_ms", "With the cache-aware router never letting go, how long will the slowest "
-                           "request in a hundred wait for its first token?", 0, 4000, 50),
+                           "request in a hundred wait for its first token?", 0, 5000, 50),
     ),
     Mission(
         id="surge-memory",
@@ -174,8 +174,8 @@ MISSIONS: tuple[Mission, ...] = (
         three_stars=(at_most("ttft_p99_ms", 650),),
         grid=(block(router__kind="cache_aware", router__spill_threshold_s="off,0.2,0.5,1", fleet__replicas="2,3,4,5,6"),
               block(router__kind="round_robin,least_loaded,prefix_load_aware,cost", fleet__replicas="2,3,4,5,6")),
-        hints=("Time to first token over time shows how far behind the fleet falls during the burst, and how "
-               "slowly it catches up.",
+        hints=("No router saves a fleet this small from the burst: add Replicas and watch how far Time to first "
+               "token over time falls behind, and how slowly it catches up.",
                "A request whose prompt is already cached takes less of a replica: look at what the Router weighs.",
                "With a router that follows the cache, the Spill threshold lets the burst overflow the warmest "
                "replica."),
@@ -302,10 +302,11 @@ MISSIONS: tuple[Mission, ...] = (
         grid=(block(router__kind="cache_aware", router__spill_threshold_s="0.5,1", fleet__fetch="off,rdma,host",
                     fleet__replicas="3,4,5,6"),
               block(router__kind="least_loaded,cost", fleet__fetch="off,rdma,host", fleet__replicas="3,4,5,6")),
-        hints=("Compare finishing times, not queues: read what each choice of Router weighs before it picks.",
+        hints=("At this size no router reaches the tail the stars ask for: add Replicas and watch Distribution of "
+               "time to first token.",
                "Fetch a prefix a peer holds over: copying the KV from a warm peer can take less time than computing "
                "it again.",
-               "With both in place, take away Replicas and watch Distribution of time to first token."),
+               "Compare finishing times, not queues: read what each choice of Router weighs before it picks."),
         predict=Prediction("ttft_p99_ms", "With the router spilling to cold replicas, how long will the slowest "
                            "request in a hundred wait for its first token?", 0, 5000, 50),
     ),

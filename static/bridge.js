@@ -506,6 +506,20 @@ function* deep(root, selector) {
   for (const el of root.querySelectorAll("*")) if (el.shadowRoot) yield* deep(el.shadowRoot, selector);
 }
 
+// noUiSlider says a handle's value to assistive technology rounded to one decimal (a 55% guess,
+// 0.55, reads 0.6): each handle says its exact value instead, now and after every update
+// (bound after noUiSlider's own, so it has the last word).
+function exactValueNow(slider) {
+  if (!slider?.on || slider.__labExact) return;
+  slider.__labExact = true;
+  const say = (_, __, values) => {
+    const handles = slider.target.querySelectorAll(".noUi-handle");
+    values.forEach((v, i) => handles[i]?.setAttribute("aria-valuenow", String(Number(Number(v).toPrecision(12)))));
+  };
+  slider.on("update.labExact", say);
+  say(null, null, [].concat(slider.get(true)));
+}
+
 function nameInputs(only = null) {  // `only`: one document's views (one just drawn), else all
   if (!window.Bokeh?.index) return;
   for (const top of Bokeh.index) {
@@ -537,6 +551,7 @@ function nameInputs(only = null) {  // `only`: one document's views (one just dr
         handle.tabIndex = off ? -1 : 0;
         handle.setAttribute("aria-disabled", String(off));
       }
+      exactValueNow(view._noUiSlider);
     }
   }
 }

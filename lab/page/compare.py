@@ -9,6 +9,9 @@ need (page key `axes=ttft:2400,memory:310,dist:26`), so a change never
 rescales a chart under the player's eyes; "Lock the axes" does the same
 without a baseline, and unlocking fits them to the data again, on every
 change (they are fixed ranges the view sets, never Bokeh's own fitting).
+A locked axis never hides a line without a word: whatever a run or its
+baseline plots above the top is marked at the chart's top edge, at its
+time (or its bin), the highest labelled with its value (`off_chart`).
 
 Standard library and `model` only: this runs in the browser too.
 """
@@ -22,7 +25,8 @@ from lab.page.figures import hit_columns, ttft_columns, ttft_histogram
 from lab.page.figures.fleetview import memory_data
 from model import Result
 
-__all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "read_axes", "write_axes"]
+__all__ = ["AXES", "DELTAS", "axes_patches", "base_patches", "bounds", "deltas_html", "off_chart", "read_axes",
+           "tops", "write_axes"]
 
 AXES = ("ttft", "memory", "dist")  # charts whose y axis follows the data (the hit rate's is 0-100% always)
 DELTAS = (  # summary key, label, unit, scale, decimals: the headline's "what moved"
@@ -74,9 +78,50 @@ def _nice(x: float) -> float:
     return math.ceil(x / scale - 1e-9) * scale
 
 
-def axes_patches(locked: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, dict]:
-    """Each chart's y range, 0 to its top: the locked top, else one fitted to the runs shown (`bounds`)."""
-    return {f"yr:{name}": {"start": 0, "end": locked.get(name, fitted.get(name, 1.0))} for name in AXES}
+def tops(locked: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
+    """Each chart's y top: the locked one, else one fitted to the runs shown (`bounds`)."""
+    return {name: locked.get(name, fitted.get(name, 1.0)) for name in AXES}
+
+
+def axes_patches(top: Mapping[str, float]) -> dict[str, dict]:
+    """Each chart's y range, 0 to its top (`tops`)."""
+    return {f"yr:{name}": {"start": 0, "end": top[name]} for name in AXES}
+
+
+OFF_UNITS = {"ttft": "{:,.0f} ms", "memory": "{:,.1f}k tokens", "dist": "{:,.1f}%"}
+OFF_EDGE = 0.96  # where a marker sits: just under the top, so the whole triangle shows
+
+
+def _plotted(name: str, r: Result) -> list[tuple[float, float]]:
+    """(x, y) of everything chart `name` plots for `r`, gaps left out."""
+    if name == "ttft":
+        c = ttft_columns(r)
+        return [(t, v) for t, a, b in zip(c["t"], c["p50"], c["p99"]) for v in (a, b) if v is not None]
+    if name == "memory":
+        m = memory_data(r)
+        return [*zip(m["t"], m["total"]), *zip(m["t"], m["pinned"]), *zip(m["mid"], m["evicted"])]
+    h = ttft_histogram(r)
+    return [(math.sqrt(lo * hi) if lo > 0 else hi, share) for lo, hi, share in zip(h["left"], h["right"], h["share"])]
+
+
+def off_chart(top: Mapping[str, float], *results: Result | None) -> dict[str, dict]:
+    """Markers for what `results` plot above each chart's top (`src:<chart>_over`): one at the top edge for each
+    place a value is off the chart, the highest labelled with its value; empty when everything fits."""
+    out = {}
+    for name in AXES:
+        above: dict[float, float] = {}
+        for r in results:
+            if r is None:
+                continue
+            for x, y in _plotted(name, r):
+                if y > top[name] and y > above.get(x, -math.inf):
+                    above[x] = y
+        xs = sorted(above)
+        highest = max(xs, key=above.__getitem__) if xs else None
+        out[f"src:{name}_over"] = {"data": {
+            "x": xs, "y": [top[name] * OFF_EDGE] * len(xs),
+            "label": [f"above: {OFF_UNITS[name].format(above[x])}" if x == highest else "" for x in xs]}}
+    return out
 
 
 def base_patches(base: Result | None) -> dict[str, dict]:

@@ -27,6 +27,7 @@ Standard library and `model` only: this runs in the browser too.
 
 import html
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,39 @@ __all__ = ["CONTROLS", "EVENT_INPUTS", "EVENT_NAMES", "Control", "EventInput", "
            "control_patches", "describe", "describe_event", "event_input_patches", "for_people", "read_controls"]
 
 WIDGETS = ("checkbox", "slider", "number", "select", "buttons")
+
+
+def in_words(text: str) -> str:
+    """A note of the model's (written for the command line, in keys) as the page says it: `key=value` and bare
+    keys by their controls' names, presets by their labels, and no source paths."""
+    for name, p in PRESETS.items():
+        text = text.replace(f"{name} ({p.label})", p.label)
+    text = _PATH.sub("", text)
+
+    def pair(m: re.Match[str]) -> str:
+        c = control_of(m.group(1))
+        if c is None:
+            return m.group(0)
+        value = m.group(2)
+        if c.widget == "checkbox":
+            shown = "on" if value == "true" else "off"
+        else:
+            shown = c.labels[c.options.index(value)] if c.labels and value in c.options else value + c.unit
+        return f"{c.words} set to {shown}"
+
+    text = _PAIR.sub(pair, text)
+    text = _KEY.sub(lambda m: c.words if (c := control_of(m.group(1))) else m.group(0), text)
+    return _PRESET.sub(lambda m: PRESETS[m.group(1)].label, text)
+
+
+def preset_words(name: str) -> str:
+    """A model-and-GPU preset in a few figures: its size, its KV a token, its GPU's peaks ("" for the lab's)."""
+    p = PRESETS[name]
+    if not p.tflops:  # the lab's own preset: its label holds its figures
+        return ""
+    kv_kib = 2 * p.layers * p.kv_heads * p.head_dim * p.bytes_per_value / 1024
+    return (f"{p.params / 1e9:,.1f}B parameters, {kv_kib:,.0f} KiB of KV a token; {p.tflops:,.0f} TFLOP/s and "
+            f"{p.hbm_tb_s:,.2f} TB/s at the GPU's peak.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +129,8 @@ class Control:
         """The help line, from the glossary; a menu's explains its chosen option."""
         if self.widget == "select" and scenario is not None:
             value = scenario.get(self.key)
-            return f"{self.labels[self.options.index(value)]}: {brief(value)}"
+            said = brief(value) or (preset_words(value) if self.key == "hardware.preset" else "")
+            return f"{self.labels[self.options.index(value)]}: {said}" if said else brief(self.key)
         return brief(self.key)
 
     def show(self, value: Any) -> str:
@@ -212,6 +247,12 @@ CONTROLS = (
             figure="roofline"),
 )
 _BY_KEY = {c.key: c for c in CONTROLS}
+
+
+_PATH = re.compile(r" \((?:model|lab|missions)/[\w/]+\.py\)")  # "(model/gpus/gpufits.py)"
+_PAIR = re.compile(r"(?<![\w.])([a-z_]+\.[a-z_]+)=([^\s,;)]+)")  # "fleet.replicas=4"
+_KEY = re.compile(r"(?<![\w.])([a-z_]+\.[a-z_]+)(?![\w.])")  # "fleet.decode_replicas"
+_PRESET = re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in PRESETS if n != "lab") + r")(?![\w])")
 
 
 def control_of(key: str) -> Control | None:

@@ -333,7 +333,8 @@ def panel_html(mission: Mission | None, verdict: Verdict | None, play: Play, ope
         if m.id in open_ids:
             items.append(f'<li><button type="button" class="mission{" chosen" if picked else ""}" '
                          f'data-action="select_mission" data-mission="{m.id}" aria-pressed="{str(picked).lower()}" '
-                         f'aria-label="{html.escape(name)}" title="{html.escape(m.title)}" data-stars="{stars}">'
+                         f'aria-label="{html.escape(name)}" title="{html.escape(" ".join([m.title, opened_early(m)]).strip())}" '
+                         f'data-stars="{stars}">'
                          f'{shown}</button></li>')
         else:
             why = f"Pass {_still_needed(m, progress)} to unlock this one."
@@ -377,6 +378,28 @@ def _still_needed(mission: Mission, progress: Mapping[str, int]) -> str:
     return titles[0] if len(titles) == 1 else ", ".join(titles[:-1]) + " and " + titles[-1]
 
 
+def opened_early(mission: Mission) -> str:
+    """Why `mission` opens before the missions listed above it, when it does: the ones it builds on; else ""."""
+    ids = [m.id for m in MISSIONS]
+    before = ids[:ids.index(mission.id)]
+    if not mission.requires or not before or list(mission.requires) == before[-1:]:
+        return ""
+    names = [f"{ids.index(r) + 1}. {m.title}" for r in mission.requires if (m := find_mission(r, MISSIONS))]
+    return (f"It opens early, once {' and '.join(names)} has a star: it needs only what that one teaches, "
+            "not the missions listed between them.")
+
+
+def _opens(mission: Mission) -> str:
+    """The missions a star here opens, by number and title, each saying why when it opens out of order."""
+    ids = [m.id for m in MISSIONS]
+    after = [(ids.index(m.id) + 1, m) for m in MISSIONS if mission.id in m.requires]
+    if not after:
+        return ""
+    said = "; ".join(f"{n}. {html.escape(m.title)}" + (" (it builds only on this one)" if opened_early(m) else "")
+                     for n, m in after)
+    return f'<p class="opens">A star here opens {said}.</p>'
+
+
 def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, teach: Teach) -> str:
     number = next(n for n, m in enumerate(MISSIONS, 1) if m.id == mission.id)
     levels = (f"<li>★ {html.escape(mission.goal_text())}</li>"
@@ -395,7 +418,8 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, 
                 else '<p class="verdict-head"><strong>Not passed yet</strong></p>')
     note = "" if play.playing else ('<p class="note">This setup came from a link or an edited address: its stars '
                                     'are shown, not kept. Load mission setup to play it and earn stars.</p>')
-    lesson = f'<p class="lesson">{html.escape(mission.lesson)}</p>' if verdict.passed and not fixed else ""
+    lesson = (f'<p class="lesson">{html.escape(mission.lesson)}</p>{_opens(mission)}' if verdict.passed and not fixed
+              else "")
     verdict_html = (f'<div class="verdict {"passed" if verdict.passed else "failed"}" '
                     f'data-passed="{str(verdict.passed).lower()}" data-stars="{verdict.stars}" role="status">'
                     f'{head}<ul class="reasons">{reasons}</ul>{note}{lesson}</div>')
@@ -421,6 +445,7 @@ def _detail(mission: Mission, verdict: Verdict, play: Play, scenario: Scenario, 
     return (f'<h3 tabindex="-1"{"" if play.asking else " data-autofocus"}>{number}. {html.escape(mission.title)}</h3>'
             f'{verdict_html}'
             f'<p class="brief">{html.escape(mission.brief)}</p><ul class="levels">{levels}</ul>'
+            + (f'<p class="opened">{html.escape(early)}</p>' if (early := opened_early(mission)) else "") +
             f'<p class="allowed"><strong>You change:</strong> {html.escape(allowed)}.'
             + (f' <strong>Fixed:</strong> {html.escape(fixed_words)}.' if fixed_words else "") + '</p>'
             f'{best_line}<p class="actions">{" ".join(buttons)}</p>')

@@ -15,6 +15,7 @@ Standard library, `missions` and `model` only: this runs in the browser.
 
 import html
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,7 +110,35 @@ def empty_landscape() -> dict[str, dict]:
     none: dict[str, list] = {"x": [], "y": [], "color": [], "stars": [], "setup": []}
     return {"src:land": {"data": none}, "src:land_front": {"data": {"x": [], "y": []}},
             "src:land_start": {"data": {"x": [], "y": []}}, "src:land_you": {"data": {"x": [], "y": []}},
+            "src:land_over": {"data": {"x": [], "y": [], "label": []}}, "yr:land": {"start": 0, "end": 1},
             "ax:land_x": {"axis_label": ""}, "ax:land_y": {"axis_label": ""}}
+
+
+SQUASH = 4.0  # a setup more than this many times the median of the chart's y values is marked above it
+
+
+def _nice(x: float) -> float:
+    """`x` rounded up to two significant figures."""
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / scale - 1e-9) * scale
+
+
+def _y_axis(ys: list[float], show: Any, xs: list[float]) -> dict[str, dict]:
+    """The chart's y range from 0, and marks for the setups above it: a few setups far worse than the rest
+    (a fleet with no cache at all) would otherwise squash every other point against the axis."""
+    ordered = sorted(ys)
+    middle = ordered[len(ordered) // 2] if ordered else 0.0
+    kept = [y for y in ys if middle <= 0 or y <= SQUASH * middle]
+    top = _nice(max(kept) * 1.1) if kept and max(kept) > 0 else 1.0
+    above: dict[float, float] = {}
+    for x, y in zip(xs, ys):
+        if y > top and y > above.get(x, -math.inf):
+            above[x] = y
+    marks = sorted(above)
+    highest = max(marks, key=above.__getitem__) if marks else None
+    return {"yr:land": {"start": 0, "end": top},
+            "src:land_over": {"data": {"x": marks, "y": [top * 0.96] * len(marks),
+                                       "label": [f"above: {show(above[x])}" if x == highest else "" for x in marks]}}}
 
 
 def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result: Result) -> tuple[dict[str, dict], str]:
@@ -132,6 +161,8 @@ def landscape(mission: Mission, dist: dict[str, Any], scenario: Scenario, result
         "ax:land_x": {"axis_label": _label(fx)}, "ax:land_y": {"axis_label": _label(fy)},
     }
     show_x, show_y = FIGURES[fx][1], FIGURES[fy][1]
+    points = [*zip(cols["x"], cols["y"]), (start[fx] * sx, start[fy] * sy), (mine[fx] * sx, mine[fy] * sy)]
+    patches.update(_y_axis([y for _, y in points], lambda v: show_y(v / sy), [x for x, _ in points]))
     words = (f'<p class="standing" data-beats="{standing["beats"]:.6g}">Your setup ({html.escape(show_x(mine[fx]))}, '
              f"{html.escape(show_y(mine[fy]))}) beats <strong>{standing['beats']:.0%}</strong> of the "
              f"{standing['swept']:,} setups this mission's grid allows"

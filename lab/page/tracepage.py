@@ -16,10 +16,11 @@ the hit rate of one cache with no limit (`model.trace_reuse`).
 Standard library and `model` only: this runs in the browser too.
 """
 
+import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
-from model import BLOCK_TOKENS, Result, Scenario, TraceReuse, replay, trace_reuse
+from model import BLOCK_TOKENS, PRESETS, Result, Scenario, TraceReuse, replay, trace_reuse
 
 __all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "as_bytes", "command", "mission_file", "replay_source",
            "summary_html"]
@@ -99,8 +100,9 @@ def _quoted(name: str) -> str:
     return name if safe else "'" + name.replace("'", "'\\''") + "'"
 
 
-def summary_html(name: str, run: TraceRun, limit: int) -> str:
-    """The trace in a few numbers: requests, distinct blocks, the reuse ceiling against the fleet's hit rate."""
+def summary_html(name: str, run: TraceRun, limit: int, scenario: Scenario | None = None) -> str:
+    """The trace in a few numbers: requests, distinct blocks, the reuse ceiling against the fleet's hit rate; and
+    with the `scenario` it ran on, what keeps the fleet from that ceiling (`fit_html`)."""
     import html
     r, reuse = run.result, run.reuse
     cut = (f" (the first {limit:,}: the page replays no more)" if run.cut else "")
@@ -108,4 +110,31 @@ def summary_html(name: str, run: TraceRun, limit: int) -> str:
             f"{reuse.prompt_tokens:,} prompt tokens in {reuse.distinct_blocks:,} distinct blocks of "
             f"{BLOCK_TOKENS} tokens. One cache with no limit would serve <strong>{reuse.ceiling:.1%}</strong> "
             f"of the prompt tokens (the reuse ceiling); this fleet served <strong>{r.hit_rate:.1%}</strong>. "
-            f"The run spans {r.series.bin_s * len(r.series.start_s):,.0f} s.</p>")
+            f"The run spans {r.series.bin_s * len(r.series.start_s):,.0f} s.</p>"
+            + ("" if scenario is None else fit_html(scenario, r)))
+
+
+def fit_html(scenario: Scenario, r: Result) -> str:
+    """Why a trace's figures can run to extremes on this fleet, when they do: prompts longer than a replica's
+    whole prefix cache, and more prefill than the fleet can do in the trace's span ("" when neither)."""
+    import html
+    p, fleet = PRESETS[scenario.hardware.preset], scenario.fleet
+    per_gb = 2 ** 30 / (2 * p.layers * p.kv_heads * p.head_dim * p.bytes_per_value)  # tokens of KV in a GB
+    capacity = fleet.memory_gb * per_gb if math.isfinite(fleet.memory_gb) else math.inf
+    prompts = [rec.prompt_tokens for rec in r.records]
+    said = []
+    over = sum(1 for n in prompts if n > capacity)
+    if fleet.cache and over:
+        said.append(f"{over:,} of the prompts ({over / len(prompts):.0%}; the longest {max(prompts):,} tokens) are "
+                    f"longer than a replica's whole prefix cache ({capacity:,.0f} tokens in {fleet.memory_gb:g} GB): "
+                    "each one evicts everything cached before it, so the next request finds little.")
+    span = r.series.bin_s * len(r.series.start_s)
+    busy = sum(rs.prefill_gpu_s for rs in r.replicas) / max(span, 1e-9) / max(len(r.replicas), 1)
+    if busy > 1:
+        said.append(f"Prefilling what was not cached keeps each replica busy {busy:,.1f} times the trace's span, so "
+                    "requests queue: that is where the long time to first token comes from.")
+    if not said:
+        return ""
+    return ('<p class="trace-fit">' + html.escape(" ".join(said)) + " More Prefix memory per replica and more "
+            "Replicas bring the fleet toward the reuse ceiling; a trace like this one may need more than the "
+            "sliders reach, which the address takes (for example <code>fleet.memory_gb=64</code>).</p>")

@@ -54,6 +54,7 @@ from lab.page.controls import (
     describe_event,
     event_input_patches,
     for_people,
+    in_words,
     read_controls,
 )
 from lab.page.figures import (
@@ -73,7 +74,6 @@ from lab.page.missionview import Memo, Play
 from lab.page.store import STORE
 from lab.page.tracepage import MISSION_KEY, Source, TraceRun, mission_file, replay_source, summary_html
 from lab.page.urlstate import HashState, capped, read_hash, write_hash
-from missions import FIGURES as FIGURES_SCORED
 from missions import Mission, Verdict, score
 from model import (
     PRESETS,
@@ -735,8 +735,10 @@ def patches(state: State, derived: Derived) -> dict:
         "box:events": {"visible": events_allowed},
         **_events_patch(scenario),
         **compare.base_patches(derived.base_result),
-        **compare.axes_patches(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result)),
     }
+    top = compare.tops(_locked_axes(state, derived), compare.bounds(derived.result, derived.base_result))
+    bokeh.update(compare.axes_patches(top))
+    bokeh.update(compare.off_chart(top, derived.result, derived.base_result))
     context = Context(scenario, derived.result, run, state.page)
     text = scenario.to_text()
     shown = state.shown
@@ -777,8 +779,8 @@ def patches(state: State, derived: Derived) -> dict:
     p = teach.asked(mission, state.page) if derived.teach.asking else None
     if p is not None:
         bokeh[missionview.GUESS_INPUT] = {"start": p.lo, "end": p.hi, "step": p.step, "value": (p.lo + p.hi) / 2,
-                                          "format": "0%" if p.hi <= 1 else "0,0",
-                                          "title": f"Your guess: {FIGURES_SCORED[p.figure][0]}"}
+                                          "format": "0%" if p.hi <= 1 else "0,0" if p.step >= 1 else "0,0.0",
+                                          "title": _guess_title(p.figure)}
     for key, _, fmt in METRICS:
         value = derived.summary[key]
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
@@ -786,7 +788,8 @@ def patches(state: State, derived: Derived) -> dict:
         dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
-    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in derived.result.notes))
+    notes = (in_words(n) for n in derived.result.notes)  # the model writes keys; the page, its controls' names
+    notices = capped(state.notices + tuple(n[0].upper() + n[1:] + "." for n in notes))
     dom["#notices"] = {"html": "".join(f"<p>{html.escape(n)}</p>" for n in notices)}
     traced, name = derived.traced, state.page.get("trace")
     if traced is not None and name is None and mission is not None:  # the mission's own trace
@@ -794,7 +797,8 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#readout"] = {"text": _readout(scenario, derived.result, name if traced is not None else None)}
     if derived.fetch is not None and derived.fetch["key"].startswith(MISSION_KEY):
         dom["#readout"] = {"text": f"Loading this mission's traffic, {derived.fetch['name']}…"}
-    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario))}
+    dom["#trace-summary"] = {"html": "" if traced is None else summary_html(str(name), traced, budget(scenario),
+                                                                                   scenario)}
     dom["#trace-off"] = {"hidden": "trace" not in state.page}
     dom.update(_gpu_fit_dom(scenario))
     dom["#deltas"] = {"hidden": derived.base is None,
@@ -803,7 +807,9 @@ def patches(state: State, derived: Derived) -> dict:
     dom["#compare-tools"] = {"html": _compare_tools(state, derived)}
     serving = fleetview.serving_html(derived.result)
     dom["#serving"] = {"html": serving, "hidden": not serving}
-    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result)}
+    held = derived.teach.asking and mission is not None and mission.predict is not None and \
+        mission.predict.figure == "router_overestimate"  # the share the player is asked to guess
+    dom["#router-info"] = {"html": fleetview.router_html(scenario, derived.result, held_back=held)}
     dom["#slowest"] = {"html": fleetview.slowest_html(derived.result)}
     dom["#replicas"] = {"html": fleetview.replicas_html(derived.result)}
     explained = fleetview.explain_html(derived.seen)
@@ -812,6 +818,13 @@ def patches(state: State, derived: Derived) -> dict:
         if "html" in patch:
             patch["html"] = _as_browsers_write(patch["html"])
     return {"bokeh": bokeh, "dom": dom}
+
+
+def _guess_title(figure: str) -> str:
+    """The guess slider's title: short, so the value beside it always shows (the question above names the
+    figure); its unit when the value does not show one."""
+    unit = " (ms)" if figure.endswith("_ms") else " (requests/s)" if figure == "throughput_rps" else ""
+    return "Your guess" + unit
 
 
 def _gpu_fit_dom(scenario: Scenario) -> dict[str, dict]:
@@ -889,7 +902,26 @@ def _events_patch(scenario: Scenario) -> dict[str, dict]:
         "right": [min(e.ends_s(), scenario.duration_s) for e in ev],
         "color": [EVENT_COLOURS[e.kind] for e in ev],
         "label": [EVENT_NAMES[e.kind] for e in ev],
+        "y": [round(1 - LABEL_ROW * row, 3) for row in _label_rows([e.at_s for e in ev], scenario.duration_s)],
     }}}
+
+
+LABEL_ROW = 0.09  # an event label's line, as a share of a chart's height (11px text in about 180px)
+LABEL_ROOM = 0.15  # the share of the run's length one label takes across a chart, at most
+
+
+def _label_rows(starts: list[float], duration_s: float) -> list[int]:
+    """A line for each event's label, so that labels of events starting close together do not overprint: each
+    takes the first line on which the label before it started at least LABEL_ROOM of the run earlier."""
+    last: list[float] = []  # the start of the latest label on each line
+    rows = [0] * len(starts)
+    for i in sorted(range(len(starts)), key=starts.__getitem__):
+        row = next((r for r, t in enumerate(last) if starts[i] - t >= LABEL_ROOM * duration_s), len(last))
+        if row == len(last):
+            last.append(starts[i])
+        last[row] = starts[i]
+        rows[i] = row
+    return rows
 
 
 def _locked_axes(state: State, derived: Derived) -> dict[str, float]:
@@ -938,9 +970,13 @@ def _readout(scenario: Scenario, result: Result, trace: str | None = None) -> st
         return (f"{result.requests:,} requests replayed from {trace}; {result.prefill_gpu_s:,.1f} GPU-seconds of "
                 f"prefill, {result.recompute_gpu_s:,.1f} of them recomputing blocks another replica held.")
     rate = scenario.traffic.session_rate * scenario.traffic.turns_mean
-    return (f"{result.requests:,} requests in {scenario.duration_s:g} s (about {rate:.1f} per second); "
-            f"{result.prefill_gpu_s:,.1f} GPU-seconds of prefill, {result.recompute_gpu_s:,.1f} of them "
-            f"recomputing tokens another replica held.")
+    last = max((rec.arrival_s for rec in result.records), default=0.0)
+    when = (f"in {scenario.duration_s:g} s (about {rate:.1f} per second)" if last < scenario.duration_s else
+            # serving mode's sessions wait for their answers: those started in the window send every turn, however late
+            f"from the sessions that started in the first {scenario.duration_s:g} s (each turn waits for the answer "
+            f"before it, so the last arrived at {last:,.1f} s)")
+    return (f"{result.requests:,} requests {when}; {result.prefill_gpu_s:,.1f} GPU-seconds of prefill, "
+            f"{result.recompute_gpu_s:,.1f} of them recomputing tokens another replica held.")
 
 
 def _events_html(scenario: Scenario, removable: bool = True) -> str:

@@ -10,13 +10,16 @@ the figures on the page.
 from typing import Any
 
 from bokeh.models import (
+    BasicTickFormatter,
     ColorBar,
     ColumnDataSource,
     FactorRange,
     FixedTicker,
     HoverTool,
     LabelSet,
+    LinearAxis,
     LinearColorMapper,
+    NumeralTickFormatter,
     Range1d,
     Span,
 )
@@ -38,7 +41,20 @@ def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, An
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(patch["data"], name=name) for name, patch in data.items()
                if name.startswith("src:")}
-    return {name: DRAW[name](sources, data) for name in which}
+    drawn = {name: DRAW[name](sources, data) for name in which}
+    for f in drawn.values():
+        _plain_ticks(f)
+    return drawn
+
+
+PLAIN_TICKS = "0,0.[0000]"  # 500,000 and 0.005, never 5.000e+5 (long labels that overlap their neighbours)
+
+
+def _plain_ticks(f: Any) -> None:
+    """Every linear axis of `f` writes its ticks as plain numbers with thousands separators."""
+    for axis in (*f.xaxis, *f.yaxis):
+        if isinstance(axis, LinearAxis) and isinstance(axis.formatter, BasicTickFormatter):
+            axis.formatter = NumeralTickFormatter(format=PLAIN_TICKS)
 
 
 def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, height: int = 230) -> Any:
@@ -47,7 +63,7 @@ def _time_figure(title: str, y_label: str, name: str, events: ColumnDataSource, 
     fig.extra_y_ranges = {"events": Range1d(0, 1)}
     fig.quad(left="left", right="right", bottom=0, top=1, y_range_name="events", source=events,
              fill_color="color", fill_alpha=0.12, line_alpha=0)  # colours match the events list
-    fig.add_layout(LabelSet(x="left", y=1, y_range_name="events", text="label", source=events, text_font_size="11px",
+    fig.add_layout(LabelSet(x="left", y="y", y_range_name="events", text="label", source=events, text_font_size="11px",
                             text_color="color", x_offset=3, y_offset=-14))  # each band says what it is
     fig.y_range.start = 0
     return fig
@@ -71,7 +87,9 @@ def _ttft(sources: dict[str, ColumnDataSource], data: dict) -> Any:
     f.line("t", "p50", source=sources["src:ttft"], line_width=2, color=PALETTE[0], legend_label="p50")
     f.line("t", "p99", source=sources["src:ttft"], line_width=2, color=PALETTE[3], legend_label="p99")
     _legend_above(f)
-    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline"))
+    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline",
+                          renderers=list(f.renderers)))  # not the off-chart marks
+    _off_chart(f, sources["src:ttft_over"])
     _fit_y_to_data(f)
     return f
 
@@ -124,6 +142,7 @@ def _memory(sources: dict[str, ColumnDataSource], data: dict) -> Any:
     f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("pinned", "@pinned{0.0}k"),
                                     ("cached", "@cached{0.0}k"), ("evicted in the bin", "@evicted{0.0}k")],
                           mode="vline", renderers=[f.renderers[-2]]))
+    _off_chart(f, sources["src:memory_over"])
     _fit_y_to_data(f)
     return f
 
@@ -138,12 +157,21 @@ def _dist(sources: dict[str, ColumnDataSource], data: dict) -> Any:
            fill_alpha=0, line_color="#444444", line_alpha=0.6, line_dash="dashed")
     f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
            fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
-    f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")]))
+    f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")],
+                          renderers=list(f.renderers)))  # not the off-chart marks
+    _off_chart(f, sources["src:dist_over"])
     f.y_range.start = 0
     # 1-2-5 steps read well on a log axis; Bokeh's default crowds the upper decades.
     f.xaxis.ticker = FixedTicker(ticks=[m * 10 ** e for e in range(0, 6) for m in (1, 2, 5)],
                                  minor_ticks=[m * 10 ** e for e in range(0, 6) for m in range(1, 10)])
     return f
+
+
+def _off_chart(f: Any, source: ColumnDataSource) -> None:
+    """What is above the chart's top, marked at its top edge, the highest with its value (`lab.page.compare`)."""
+    f.scatter("x", "y", source=source, marker="triangle", size=10, color="#222222")
+    f.add_layout(LabelSet(x="x", y="y", text="label", source=source, text_font_size="11px", text_color="#222222",
+                          text_align="right", x_offset=-8, y_offset=-5))
 
 
 def _locked_range(name: str, data: dict) -> Range1d:

@@ -33,6 +33,8 @@ from bokeh.models import (
     ColumnDataSource,
     Div,
     HoverTool,
+    LabelSet,
+    Range1d,
 )
 from bokeh.plotting import figure
 
@@ -197,7 +199,8 @@ def landscape(view: dict) -> Any:
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(data[name]["data"], name=name)
                for name in ("src:land", "src:land_front", "src:land_start", "src:land_you")}
-    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None)
+    f = figure(name="fig:land", height=240, sizing_mode="stretch_width", min_width=220, toolbar_location=None,
+               y_range=Range1d(data["yr:land"]["start"], data["yr:land"]["end"], name="yr:land"))
     f.xaxis.name, f.yaxis.name = "ax:land_x", "ax:land_y"
     f.xaxis.axis_label, f.yaxis.axis_label = data["ax:land_x"]["axis_label"], data["ax:land_y"]["axis_label"]
     f.line("x", "y", source=sources["src:land_front"], color="#444444", line_width=1.5)
@@ -208,6 +211,10 @@ def landscape(view: dict) -> Any:
     f.scatter("x", "y", source=sources["src:land_you"], marker="diamond", size=16, color=PALETTE[7],
               line_color="#ffffff")
     f.add_tools(HoverTool(renderers=[dots], tooltips=[("", "@setup"), ("stars", "@stars")]))
+    over = ColumnDataSource(data["src:land_over"]["data"], name="src:land_over")  # far worse setups, above the axis
+    f.scatter("x", "y", source=over, marker="triangle", size=10, color="#222222")
+    f.add_layout(LabelSet(x="x", y="y", text="label", source=over, text_font_size="11px", text_color="#222222",
+                          text_align="left", x_offset=8, y_offset=-5))
     return f
 
 

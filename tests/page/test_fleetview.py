@@ -15,7 +15,7 @@ def test_serving_figures_show_only_in_serving_mode():
     result = simulate(scenario(fleet__decode="true", duration_s=60))
     text = serving_html(result)
     assert f"p99 {result.tpot_p99_ms:,.1f} ms" in text and f"{result.configured_rps:.2f} configured" in text
-    assert "article_14b_h100" in text
+    assert "Serving mode on 14B on H100 (the article&#x27;s example)" in text  # its label, not its key (issue 29)
 
 
 def test_the_memory_split_adds_up_to_every_replicas_tokens_per_bin():

@@ -83,6 +83,12 @@ def _load_caption(c: Context) -> str:
     most, replica, when = max(peaks)
     queue = (f" The longest queue was {most:,.1f} s of work, on replica {replica} around {when:,.0f} s."
              if most >= 0.05 else " No replica ever had more than a few milliseconds of work queued.")
+    if c.result.mode == "serving":  # queued work is prefill to do; a request may wait longer for KV room first
+        waits = sorted(rec.queue_ms for rec in c.result.records)
+        if waits:
+            queue += (f" That counts prefill work only: a request also waits for room in KV memory before it "
+                      f"starts. From arrival to starting, the median request waited {waits[len(waits) // 2] / 1000:,.1f}"
+                      f" s and the slowest {waits[-1] / 1000:,.1f} s.")
     return (f"Over the run, replica {hot} was busy {mean[hot]:.0%} of the time and replica {cold} "
             f"{mean[cold]:.0%}; darker cells are busier, and the swatch left of each row is the replica's colour in "
             f"the tree and the table.{queue}")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lab.page.store import STORE
-from model import ROUTERS, Result, Scenario
+from model import PRESETS, ROUTERS, Result, Scenario
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 REPLICA_COLOURS = PALETTE[:6] + (PALETTE[7], "#999999")  # Okabe-Ito without its yellow, which white swallows
@@ -83,7 +83,8 @@ def serving_html(result: Result) -> str:
     if result.rejected:
         items.append(("Refused", f"{result.rejected:,} requests larger than a replica's whole KV memory"))
     rows = "".join(f"<li><span>{html.escape(k)}</span> <strong>{html.escape(v)}</strong></li>" for k, v in items)
-    return f'<h3>Serving mode on {html.escape(result.hardware)}</h3><ul class="figures">{rows}</ul>'
+    hardware = PRESETS[result.hardware].label if result.hardware in PRESETS else result.hardware
+    return f'<h3>Serving mode on {html.escape(hardware)}</h3><ul class="figures">{rows}</ul>'
 
 
 @per_result
@@ -99,18 +100,18 @@ def memory_data(result: Result) -> dict[str, list[Any]]:
             "width": [s.bin_s * 0.8] * len(evicted), "total": [round(a + b, 3) for a, b in zip(running, cached)]}
 
 
-def router_html(scenario: Scenario, result: Result) -> str:
-    """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was."""
+def router_html(scenario: Scenario, result: Result, held_back: bool = False) -> str:
+    """The router's rule in a sentence, and with its own memory for a view, how wrong that memory was (unless
+    `held_back`: while a mission asks the player to guess that very share, it is said to come after the guess)."""
     cls = ROUTERS[scenario.router.kind]
     text = f"<p><strong>{html.escape(cls.label)}</strong> {html.escape(cls.rule)}.</p>"
+    wrong = ("how many of the cached tokens it counted on were not there shows once you check your guess"
+             if held_back else f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted "
+             "on were not there")
     if getattr(cls, "own_view", False):
-        text += (f"<p>It routes on its own tree of the text it sent, not on the caches themselves: "
-                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
-                 f"were not there.</p>")
+        text += f"<p>It routes on its own tree of the text it sent, not on the caches themselves: {wrong}.</p>"
     elif scenario.router.view == "approximate":
-        text += (f"<p>It routes on its memory of what it sent where, not on the caches themselves: "
-                 f"<strong>{result.router_overestimate:.1%}</strong> of the cached tokens it counted on "
-                 f"were not there.</p>")
+        text += f"<p>It routes on its memory of what it sent where, not on the caches themselves: {wrong}.</p>"
     return text
 
 
