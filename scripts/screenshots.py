@@ -1,4 +1,5 @@
 """Take the docs' screenshots (docs/screens, docs/figures): the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission,
+free play's first screen as a newcomer sees it (1440x900 and 390x844),
 and every figure as an embed shows it, at an article's column width and a phone's.
 
     .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens] [--figures docs/figures]
@@ -52,6 +53,24 @@ def shoot(url: str, out: Path) -> list[Path]:
             else:
                 page.evaluate("window.scrollTo(0, 0)")
             written += [out / f"free-play-{name}.png", out / f"mission-{name}.png"]
+            page.screenshot(path=str(written[-1]))
+            page.close()
+        browser.close()
+    return written
+
+
+def shoot_first_glance(url: str, out: Path) -> list[Path]:
+    """Free play's first screen as a newcomer opens it (nothing stored, no section opened), at a desk and on a
+    phone: `first-glance-WxH.png`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        for width, height in ((1440, 900), (390, 844)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url)
+            page.wait_for_function(READY, timeout=60_000)
+            written.append(out / f"first-glance-{width}x{height}.png")
             page.screenshot(path=str(written[-1]))
             page.close()
         browser.close()
@@ -124,20 +143,25 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
-    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots (\"teach\": the guess and landscape shots)")
+    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots "
+                        "(\"teach\": the guess and landscape shots; \"first-glance\": free play's first screen)")
     args = parser.parse_args()
     only = tuple(n for n in args.only.split(",") if n)
     if args.url and only == ("teach",):
         paths = shoot_teach(args.url, args.out)
+    elif args.url and only == ("first-glance",):
+        paths = shoot_first_glance(args.url, args.out)
     elif args.url and only:
         paths = shoot_figures(args.url, args.figures, only)
     elif args.url:
-        paths = shoot(args.url, args.out) + shoot_teach(args.url, args.out) + shoot_figures(args.url, args.figures)
+        paths = (shoot(args.url, args.out) + shoot_first_glance(args.url, args.out) + shoot_teach(args.url, args.out)
+                 + shoot_figures(args.url, args.figures))
     else:
         with tempfile.TemporaryDirectory() as tmp:
             proc, url = serve_site(Path(tmp) / "site")
             try:
-                paths = shoot(url, args.out) + shoot_teach(url, args.out) + shoot_figures(url, args.figures)
+                paths = (shoot(url, args.out) + shoot_first_glance(url, args.out) + shoot_teach(url, args.out)
+                         + shoot_figures(url, args.figures))
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)
