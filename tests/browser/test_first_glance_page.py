@@ -25,7 +25,8 @@ ROUTERS = "Routers: what they know, their settings"
 # windows (shifts less than 1 s apart, a window at most 5 s long); the page's CLS is the largest window's sum.
 LAYOUT_SHIFT = """window.__shifts = [];
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push([e.startTime, e.value]);
+  for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push([e.startTime, e.value,
+    e.sources.map((s) => `${s.node?.id || s.node?.className || s.node?.nodeName} ${s.previousRect.y}->${s.currentRect.y}`)]);
 }).observe({type: 'layout-shift', buffered: true});"""
 CLS = """() => { let best = 0, sum = 0, first = -Infinity, last = -Infinity;
   for (const [t, v] of window.__shifts) {
@@ -136,7 +137,7 @@ def test_the_page_does_not_jump_while_it_loads(guarded, server, width, height):
     page.wait_for_function(DRAWN, timeout=90_000)  # booted, answered, and every part shown drawn
     page.evaluate("new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     shift = page.evaluate(CLS)
-    assert shift < 0.05, f"cumulative layout shift {shift:.4f} at {width}x{height}"
+    assert shift < 0.05, f"cumulative layout shift {shift:.4f} at {width}x{height}: {page.evaluate('window.__shifts')}"
 
 
 def tip_of(page, scope, label):
