@@ -1,4 +1,5 @@
 """Take the docs' screenshots (docs/screens, docs/figures): the lab at 1440x900, 1280x720 and 390x844, in free play and in a mission,
+free play's first screen as a newcomer sees it (1440x900 and 390x844),
 and every figure as an embed shows it, at an article's column width and a phone's.
 
     .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8000/] [--out docs/screens] [--figures docs/figures]
@@ -11,7 +12,9 @@ import argparse
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -58,36 +61,53 @@ def shoot(url: str, out: Path) -> list[Path]:
     return written
 
 
+def _opened(url: str, sizes: tuple[tuple[int, int], ...]) -> Iterator[tuple[int, int, Any]]:
+    """A page for each size, opened at `url` and ready, in one Chromium: (width, height, page)."""
+    with sync_playwright() as p:
+        browser = launch(p)
+        for width, height in sizes:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url)
+            page.wait_for_function(READY, timeout=60_000)
+            yield width, height, page
+            page.close()
+        browser.close()
+
+
+def shoot_first_glance(url: str, out: Path) -> list[Path]:
+    """Free play's first screen as a newcomer opens it (nothing stored, no section opened), at a desk and on a
+    phone: `first-glance-WxH.png`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for width, height, page in _opened(url, ((1440, 900), (390, 844))):
+        written.append(out / f"first-glance-{width}x{height}.png")
+        page.screenshot(path=str(written[-1]))
+    return written
+
+
 def shoot_teach(url: str, out: Path) -> list[Path]:
     """Mission 3 on its first play: the guess it asks for, then the guess beside the truth, a hint, and the
     landscape of every swept setup with the player's."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with sync_playwright() as p:
-        browser = launch(p)
-        for width, height in ((1440, 900), (390, 844)):
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(url + "#unlock=all")
-            page.wait_for_function(READY, timeout=60_000)
-            page.get_by_role("button", name=re.compile(r"^3\. Round robin")).click()
-            page.wait_for_function(f"({READY}) && location.hash.includes('guess=ask')", timeout=30_000)
-            guess = page.get_by_role("slider", name="Your guess")
-            for _ in range(10):
-                guess.press("ArrowLeft")
-            written.append(out / f"mission-guess-{width}x{height}.png")
-            page.screenshot(path=str(written[-1]))
-            page.get_by_role("button", name="Check my guess").click()
-            page.wait_for_function(f"({READY}) && !location.hash.includes('guess=ask')", timeout=30_000)
-            page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
-            page.wait_for_function(f"({READY}) && location.hash.includes('cache_aware')", timeout=30_000)
-            page.get_by_role("button", name="A hint").click()
-            page.wait_for_function(f"({READY}) && location.hash.includes('hint=1')", timeout=30_000)
-            page.wait_for_function("document.querySelector('.standing') !== null", timeout=30_000)
-            page.locator("#landscape").scroll_into_view_if_needed()
-            written.append(out / f"mission-landscape-{width}x{height}.png")
-            page.screenshot(path=str(written[-1]), full_page=width < 800)
-            page.close()
-        browser.close()
+    for width, height, page in _opened(url + "#unlock=all", ((1440, 900), (390, 844))):
+        page.get_by_role("button", name=re.compile(r"^3\. Round robin")).click()
+        page.wait_for_function(f"({READY}) && location.hash.includes('guess=ask')", timeout=30_000)
+        guess = page.get_by_role("slider", name="Your guess")
+        for _ in range(10):
+            guess.press("ArrowLeft")
+        written.append(out / f"mission-guess-{width}x{height}.png")
+        page.screenshot(path=str(written[-1]))
+        page.get_by_role("button", name="Check my guess").click()
+        page.wait_for_function(f"({READY}) && !location.hash.includes('guess=ask')", timeout=30_000)
+        page.get_by_role("combobox", name="Router").select_option(label="Cache-aware")
+        page.wait_for_function(f"({READY}) && location.hash.includes('cache_aware')", timeout=30_000)
+        page.get_by_role("button", name="A hint").click()
+        page.wait_for_function(f"({READY}) && location.hash.includes('hint=1')", timeout=30_000)
+        page.wait_for_function("document.querySelector('.standing') !== null", timeout=30_000)
+        page.locator("#landscape").scroll_into_view_if_needed()
+        written.append(out / f"mission-landscape-{width}x{height}.png")
+        page.screenshot(path=str(written[-1]), full_page=width < 800)
     return written
 
 
@@ -124,20 +144,25 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
-    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots (\"teach\": the guess and landscape shots)")
+    parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots "
+                        "(\"teach\": the guess and landscape shots; \"first-glance\": free play's first screen)")
     args = parser.parse_args()
     only = tuple(n for n in args.only.split(",") if n)
     if args.url and only == ("teach",):
         paths = shoot_teach(args.url, args.out)
+    elif args.url and only == ("first-glance",):
+        paths = shoot_first_glance(args.url, args.out)
     elif args.url and only:
         paths = shoot_figures(args.url, args.figures, only)
     elif args.url:
-        paths = shoot(args.url, args.out) + shoot_teach(args.url, args.out) + shoot_figures(args.url, args.figures)
+        paths = (shoot(args.url, args.out) + shoot_first_glance(args.url, args.out) + shoot_teach(args.url, args.out)
+                 + shoot_figures(args.url, args.figures))
     else:
         with tempfile.TemporaryDirectory() as tmp:
             proc, url = serve_site(Path(tmp) / "site")
             try:
-                paths = shoot(url, args.out) + shoot_teach(url, args.out) + shoot_figures(url, args.figures)
+                paths = (shoot(url, args.out) + shoot_first_glance(url, args.out) + shoot_teach(url, args.out)
+                         + shoot_figures(url, args.figures))
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)

@@ -277,7 +277,10 @@ async function drawNext() {
   } finally {
     d.drawn = true;
     drawing = false;
-    for (const el of d.places) el.style.minHeight = "";
+    for (const el of d.places) {
+      el.style.minHeight = "";
+      el.dataset.drawn = "";  // the page's CSS may keep room for a place until then (lab.css)
+    }
   }
   timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0, top, figure });
   drawnOnScreen();
@@ -395,6 +398,7 @@ function apply(patches, controlsToo = true) {
         if ("html" in patch && el.innerHTML !== patch.html) el.innerHTML = patch.html;
         for (const [attr, value] of Object.entries(patch.attrs ?? {})) el.setAttribute(attr, value);
         if ("hidden" in patch) el.hidden = patch.hidden;
+        if ("open" in patch) openAs(el, patch.open);
         if (hadFocus && !document.contains(focused)) refocus(el, focused);
       }
     }
@@ -475,6 +479,35 @@ function catchUp() {
   });
 }
 
+// -- sections a person opens (<details data-remember>) ----------------------------------
+//
+// Whether each is open is kept in localStorage, by its `data-remember` name, and restored when the page
+// loads. An answer may say `open`: true opens it (a mission opening where its controls wait), null puts it
+// back as the person left it; an answer that says what the last one said changes nothing, so a section
+// the person closed stays closed until the answer says something new.
+const OPEN_KEY = "prefix-lab:open";
+const saidOpen = new WeakMap();  // element -> the `open` the last answer said
+const byPage = new WeakSet();  // elements whose next toggle the page made, not the person
+
+function openAs(el, open) {
+  if (saidOpen.has(el) && saidOpen.get(el) === open) return;
+  saidOpen.set(el, open);
+  const wanted = open ?? load(OPEN_KEY)[el.dataset.remember] === true;
+  if (el.open !== wanted) {
+    byPage.add(el);
+    el.open = wanted;
+  }
+}
+
+document.addEventListener("toggle", (event) => {
+  const el = event.target;
+  if (!(el instanceof HTMLDetailsElement) || !el.dataset.remember) return;
+  if (byPage.delete(el)) return;
+  save(OPEN_KEY, { ...load(OPEN_KEY), [el.dataset.remember]: el.open });
+}, true);
+
+for (const el of document.querySelectorAll("details[data-remember]")) openAs(el, null);
+
 // The button that had focus was redrawn (its panel's HTML replaced): focus its new self (the
 // same action on the same item), else what the view marked `data-autofocus`, else the
 // panel itself: not <body>.
@@ -543,6 +576,7 @@ function nameInputs(only = null) {  // `only`: one document's views (one just dr
         el.setAttribute("aria-hidden", "true");
       }
       for (const group of shadow.querySelectorAll(".bk-btn-group")) {
+        if (group.querySelectorAll("button").length < 2) continue;  // a lone button is an action, not a toggle
         group.setAttribute("role", "group");
         for (const b of group.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.classList.contains("bk-active")));
       }

@@ -228,6 +228,15 @@ def open_lab(page, server, fragment="", path=""):
     return page
 
 
+def open_section(page, name):
+    """Open a closed section of the page (`<details data-remember=name>`) as a person does: a click on its
+    summary. One already open (the shared page keeps what an earlier test opened) is left as it is."""
+    details = page.locator(f'details[data-remember="{name}"]')
+    if not details.evaluate("d => d.open"):
+        details.locator("summary").first.click()
+    page.wait_for_function(f"document.querySelector('details[data-remember=\"{name}\"]').open")
+
+
 def wait_ready_with(page, condition):
     """Wait until the page is ready and a JS condition on it holds."""
     page.wait_for_function(f"({READY}) && ({condition})", timeout=30_000)

@@ -17,7 +17,9 @@ and `control_patches`) and by no one else; `static/bridge.js` names none:
 
 Each control sits in a box (tag `box:<key>`) with a help line (name
 `help:<key>`) from `lab.page.glossary`; a mission hides the boxes of the keys it
-keeps fixed. A slider's value is rounded to its step before the model sees
+keeps fixed. The fleet's column opens with the seed's own controls; the others
+wait in closed sections (`SECTIONS`, a `<details>` each) that a person opens,
+and that a mission opens where its own controls wait (`section_patches`). A slider's value is rounded to its step before the model sees
 it, so a URL never carries float noise (`3.9999999999999996`). The event
 inputs are checked against their bounds when an event is added: a value out
 of range or not a number is replaced, and the player is told what was used.
@@ -35,8 +37,8 @@ from typing import Any
 from lab.page.glossary import brief
 from model import BURST_FACTOR, EVENT_MAX_DURATION_S, PRESETS, ROUTERS, Event, Scenario, format_text, spec_of
 
-__all__ = ["CONTROLS", "EVENT_INPUTS", "EVENT_NAMES", "Control", "EventInput", "check_event_inputs", "control_of",
-           "control_patches", "describe", "describe_event", "event_input_patches", "for_people", "read_controls"]
+__all__ = ["CONTROLS", "EVENT_INPUTS", "EVENT_NAMES", "SECTIONS", "Control", "EventInput", "check_event_inputs", "control_of",
+           "control_patches", "describe", "describe_event", "event_input_patches", "for_people", "read_controls", "section_patches"]
 
 WIDGETS = ("checkbox", "slider", "number", "select", "buttons")
 
@@ -87,12 +89,15 @@ class Control:
     short: str = ""  # the name in a sentence ("Prefix memory 4 GB"); the label if empty
     unit: str = ""  # written after a number, with its space: " GB"
     figure: str = ""  # on the full page, the figure (`lab.page.figures`) it sits beside; "" for the fleet's column
+    section: str = ""  # in the fleet's column, the closed section (`SECTIONS`) it waits in; "" for the first ones
 
     def __post_init__(self) -> None:
         if self.widget not in WIDGETS:
             raise ValueError(f"{self.key}: unknown widget {self.widget!r}")
         if self.off_label and not spec_of(self.key).off:
             raise ValueError(f"{self.key}: an off switch needs a key that may be off")
+        if self.section and (self.figure or self.section not in SECTIONS):
+            raise ValueError(f"{self.key}: unknown section {self.section!r}, or a figure's control in one")
 
     @property
     def name(self) -> str:
@@ -165,6 +170,15 @@ class Control:
         return Scenario().get(self.key)
 
 
+# The fleet's column opens with the seed's own controls; the rest wait in sections a person opens (a mission
+# shows its own controls wherever they wait): section name -> its title.
+SECTIONS = {
+    "router": "Routers: what they know, their settings",
+    "traffic": "Traffic: agents, users, the seed",
+    "serving": "Serving mode: decode, split GPUs, targets",
+    "hardware": "Model, GPU and links",
+}
+
 CONTROLS = (
     Control("fleet.cache", "Prefix cache", "checkbox"),
     Control("fleet.memory_gb", "Prefix memory per replica (GB)", "slider", enabled_when=("fleet.cache", True),
@@ -175,36 +189,36 @@ CONTROLS = (
             enabled_when=("router.kind", "cache_aware"), off_label="Never spill (always follow the cache)",
             short="Spill threshold", unit=" s"),
     Control("router.view", "What the router knows", "buttons", labels=("The caches", "Its own memory"),
-            short="Router's view"),
+            short="Router's view", section="router"),
     Control("router.view_ttl_s", "Router forgets after (s)", "slider", enabled_when=("router.view", "approximate"),
-            off_label="Never forget", short="Router forgets after", unit=" s"),
+            off_label="Never forget", short="Router forgets after", unit=" s", section="router"),
     Control("router.load_factor", "Load bound (× a fair share)", "slider", enabled_when=("router.kind", "bounded_hash"),
-            short="Load bound", unit="×"),
+            short="Load bound", unit="×", section="router"),
     Control("router.load_multiple", "Reroute past (× median load)", "slider",
-            enabled_when=("router.kind", "prefix_load_aware"), short="Reroute past", unit="× median"),
+            enabled_when=("router.kind", "prefix_load_aware"), short="Reroute past", unit="× median", section="router"),
     Control("router.cache_threshold", "Follow a match covering more than", "slider",
-            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Match threshold"),
+            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Match threshold", section="router"),
     Control("router.balance_abs_threshold", "Imbalanced past a spread of (requests)", "slider",
-            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Imbalance spread"),
+            enabled_when=("router.kind", ("sglang", "vllm_router")), short="Imbalance spread", section="router"),
     Control("router.balance_rel_threshold", "…and a ratio of", "slider",
             enabled_when=("router.kind", ("sglang", "vllm_router")),
-            short="Imbalance ratio", unit="×"),
-    Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox", short="Serving mode"),
+            short="Imbalance ratio", unit="×", section="router"),
+    Control("fleet.decode", "Serving mode: decode answers in batches", "checkbox", short="Serving mode", section="serving"),
     Control("hardware.preset", "Model and GPU", "select", labels=tuple(p.label for p in PRESETS.values()),
-            short="Model and GPU"),
+            short="Model and GPU", section="hardware"),
     Control("dynamic_text", "Dynamic text in the prompt", "buttons",
             labels=tuple(c.capitalize() for c in spec_of("dynamic_text").choices), short="Dynamic text"),
     Control("traffic.session_rate", "New sessions per second", "slider", short="Sessions per second"),
-    Control("traffic.kind", "Traffic", "buttons", labels=("Chats", "Agents", "Users")),
+    Control("traffic.kind", "Traffic", "buttons", labels=("Chats", "Agents", "Users"), section="traffic"),
     Control("traffic.agent_rate", "New agent runs per second", "slider", enabled_when=("traffic.kind", "agent"),
-            short="Agent runs per second"),
+            short="Agent runs per second", section="traffic"),
     Control("fleet.fetch", "Fetch a prefix a peer holds over", "select",
-            labels=("Never: recompute it", "RDMA", "NVMe", "Host memory"), short="Fetch over"),
-    Control("seed", "Seed", "number"),
+            labels=("Never: recompute it", "RDMA", "NVMe", "Host memory"), short="Fetch over", section="hardware"),
+    Control("seed", "Seed", "number", section="traffic"),
     Control("traffic.agent_fanout", "Sub-calls per fan-out", "slider", enabled_when=("traffic.kind", "agent"),
-            short="Fan-out"),
+            short="Fan-out", section="traffic"),
     Control("traffic.agent_warm_first", "Send the first sub-call alone, the rest at its first token", "checkbox",
-            enabled_when=("traffic.kind", "agent"), short="First call first"),
+            enabled_when=("traffic.kind", "agent"), short="First call first", section="traffic"),
     # beside the article's figures (lab/page/figures/)
     Control("crossover.prompt_tokens", "Prompt (tokens)", "slider", short="Prompt", unit=" tokens",
             figure="crossover"),
@@ -227,19 +241,19 @@ CONTROLS = (
             figure="gpu"),
     # prefill/decode (issue 13)
     Control("fleet.prefill_replicas", "GPUs that only prefill", "slider", enabled_when=("fleet.decode", True),
-            short="Prefill replicas"),
+            short="Prefill replicas", section="serving"),
     Control("fleet.decode_replicas", "GPUs that only decode", "slider", enabled_when=("fleet.decode", True),
-            short="Decode replicas"),
+            short="Decode replicas", section="serving"),
     Control("fleet.handoff", "KV goes from prefill to decode over", "buttons", labels=("RDMA", "Host memory", "NVMe"),
-            enabled_when=("fleet.decode", True), short="Handoff over"),
+            enabled_when=("fleet.decode", True), short="Handoff over", section="serving"),
     Control("fleet.queue_order", "Queue order", "buttons", labels=("First come", "Longest prefix"),
-            enabled_when=("fleet.decode", True)),
+            enabled_when=("fleet.decode", True), section="serving"),
     Control("fleet.queue_guard_s", "Starvation guard (s)", "slider",
-            enabled_when=("fleet.queue_order", "longest_prefix_first"), short="Starvation guard", unit=" s"),
+            enabled_when=("fleet.queue_order", "longest_prefix_first"), short="Starvation guard", unit=" s", section="serving"),
     Control("slo.ttft_ms", "First token within (ms)", "slider", enabled_when=("fleet.decode", True),
-            short="TTFT target", unit=" ms"),
+            short="TTFT target", unit=" ms", section="serving"),
     Control("slo.tbt_ms", "No gap between tokens over (ms)", "slider", enabled_when=("fleet.decode", True),
-            short="TBT target", unit=" ms"),
+            short="TBT target", unit=" ms", section="serving"),
     Control("fleet.token_budget", "Tokens a step may compute", "slider", short="Token budget", unit=" tokens",
             figure="join"),
     Control("roofline.batch", "Decode batch (sequences)", "slider", short="Decode batch", figure="roofline"),
@@ -424,6 +438,17 @@ def control_patches(scenario: Scenario, allowed: frozenset[str] | None = None) -
         out[c.name] = {**patch, "disabled": not enabled or value is None}
         if c.off_label:
             out[c.off_name] = {"active": value is None, "disabled": not enabled}
+    return out
+
+
+def section_patches(allowed: frozenset[str] | None = None) -> dict[str, dict]:
+    """Each section's `<details>` (`#more-<name>`): in free play shown, and open as the person left it (`open`
+    None: the bridge remembers it); in a mission (`allowed` its keys) open where its own controls wait, hidden
+    where none do."""
+    out = {}
+    for name in SECTIONS:
+        mine = allowed is not None and any(c.section == name and c.key in allowed for c in CONTROLS)
+        out[f"#more-{name}"] = {"hidden": allowed is not None and not mine, "open": True if mine else None}
     return out
 
 

@@ -11,7 +11,7 @@ The hash is the one place the state lives; controls and actions change it.
 Progress and the memo are what the browser keeps for the player (see
 `lab.page.missionview`). The answer: `{"hash", "notices", "summary", "progress",
 "memo", "patches": {"bokeh": {model name: {property: value}}, "dom": {CSS
-selector: {"text"|"html"|"attrs"|"hidden": ...}}}}`, which one generic
+selector: {"text"|"html"|"attrs"|"hidden"|"open": ...}}}}`, which one generic
 function in `static/bridge.js` applies.
 
 The steps, each a pure function returning new values (none changes its
@@ -56,6 +56,7 @@ from lab.page.controls import (
     for_people,
     in_words,
     read_controls,
+    section_patches,
 )
 from lab.page.figures import (
     EMBED_CONTROLS,
@@ -402,6 +403,8 @@ def update(state: State, request: Mapping[str, Any]) -> State:
         state = _with_example(state, action.get("figure"))
     elif isinstance(action, dict) and action.get("type") in ("gpu_fit", "gpu_fit_off"):
         state = _with_gpu_fit(state, action)
+    elif isinstance(action, dict) and action.get("type") == "defaults":
+        state = _with_defaults(state)
     elif isinstance(action, dict) and action.get("type") in ("trace", "trace_off"):
         page = {k: v for k, v in state.page.items() if k not in ("trace", "mission", "explain")}
         if action["type"] == "trace" and isinstance(action.get("name"), str):
@@ -412,6 +415,14 @@ def update(state: State, request: Mapping[str, Any]) -> State:
     if not request.get("live"):  # a free-play guess is checked against the first settled setup after it
         state = dataclasses.replace(state, page=missionview.free_guess(state.page, state.scenario))
     return state
+
+
+def _with_defaults(state: State) -> State:
+    """Free play back to the default setup, as a new page opens it (missions opened for the room stay open)."""
+    if "mission" in state.page:
+        return state.noting("A mission keeps its own setup; leave the mission to go back to the default one.")
+    page = {k: v for k, v in state.page.items() if k == "unlock"}
+    return dataclasses.replace(state, scenario=Scenario(), page=page, playing=False, scored=False)
 
 
 def _with_explain(state: State, request: Any) -> State:
@@ -786,6 +797,8 @@ def patches(state: State, derived: Derived) -> dict:
         dom[f'[data-metric="{key}"]'] = {"text": fmt.format(value), "attrs": {"data-value": _num(value)}}
     if derived.teach.asking and mission is not None and mission.predict is not None:  # held back until the guess
         dom[f'[data-metric="{mission.predict.figure}"]'] = {"text": "?", "attrs": {"data-value": ""}}
+    dom |= section_patches(allowed)
+    dom["#defaults"] = {"hidden": mission is not None}
     dom["#events-list"] = {"html": _events_html(scenario, removable=events_allowed)}
     dom["#events-hint"] = {"hidden": not events_allowed}
     notes = (in_words(n) for n in derived.result.notes)  # the model writes keys; the page, its controls' names

@@ -87,8 +87,8 @@ def _ttft(sources: dict[str, ColumnDataSource], data: dict) -> Any:
     f.line("t", "p50", source=sources["src:ttft"], line_width=2, color=PALETTE[0], legend_label="p50")
     f.line("t", "p99", source=sources["src:ttft"], line_width=2, color=PALETTE[3], legend_label="p99")
     _legend_above(f)
-    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p50", "@p50{0} ms"), ("p99", "@p99{0} ms")], mode="vline",
-                          renderers=list(f.renderers)))  # not the off-chart marks
+    f.add_tools(HoverTool(tooltips=[("time", "@t{0} s"), ("TTFT p50", "@p50{0} ms"), ("TTFT p99", "@p99{0} ms")],
+                          mode="vline", renderers=list(f.renderers)))  # not the off-chart marks
     _off_chart(f, sources["src:ttft_over"])
     _fit_y_to_data(f)
     return f
@@ -101,7 +101,7 @@ def _hit(sources: dict[str, ColumnDataSource], data: dict) -> Any:
     f.y_range.end = 100
     f.line("t", "hit", source=sources["src:hit_base"], line_width=2, color=PALETTE[2], alpha=0.3, line_dash="dashed")
     f.line("t", "hit", source=sources["src:hit"], line_width=2, color=PALETTE[2])
-    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("hit rate", "@hit{0.0}%")], mode="vline"))
+    f.add_tools(HoverTool(tooltips=[("time", "@t{0} s"), ("hit rate", "@hit{0.0}% of prompt tokens")], mode="vline"))
     _fit_y_to_data(f)
     return f
 
@@ -118,7 +118,7 @@ def _load(sources: dict[str, ColumnDataSource], data: dict) -> Any:
     f.rect(x="x", y="replica", width="width", height=0.9, source=sources["src:load_key"], line_color=None,
            fill_color="color")  # each replica's own colour, as in the tree and the table
     f.add_layout(ColorBar(color_mapper=mapper, title="% busy", width=8, padding=4), "right")
-    f.add_tools(HoverTool(tooltips=[("", "@replica"), ("t", "@t{0} s"), ("busy", "@busy{0}%"),
+    f.add_tools(HoverTool(tooltips=[("", "@replica"), ("time", "@t{0} s"), ("busy", "@busy{0}% of the bin"),
                                     ("queued at the end", "@backlog{0.0} s")]))
     f.grid.visible = False
     return f
@@ -139,8 +139,9 @@ def _memory(sources: dict[str, ColumnDataSource], data: dict) -> Any:
            line_dash="dashed")
     _legend_above(f)
     f.legend.nrows = 2  # four entries: two rows fit a phone
-    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("running", "@running{0.0}k"), ("pinned", "@pinned{0.0}k"),
-                                    ("cached", "@cached{0.0}k"), ("evicted in the bin", "@evicted{0.0}k")],
+    f.add_tools(HoverTool(tooltips=[("time", "@t{0} s"), ("running", "@running{0.0}k tokens"),
+                                    ("pinned", "@pinned{0.0}k tokens"), ("cached", "@cached{0.0}k tokens"),
+                                    ("evicted in the bin", "@evicted{0.0}k tokens")],
                           mode="vline", renderers=[f.renderers[-2]]))
     _off_chart(f, sources["src:memory_over"])
     _fit_y_to_data(f)
@@ -157,7 +158,8 @@ def _dist(sources: dict[str, ColumnDataSource], data: dict) -> Any:
            fill_alpha=0, line_color="#444444", line_alpha=0.6, line_dash="dashed")
     f.quad(left="left", right="right", bottom=0, top="share", source=sources["src:dist"],
            fill_color="#1f77b4", fill_alpha=0.7, line_color="white")
-    f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"), ("share", "@share{0.0}%")],
+    f.add_tools(HoverTool(tooltips=[("TTFT", "@left{0}–@right{0} ms"), ("requests", "@count"),
+                                    ("share", "@share{0.0}% of requests")],
                           renderers=list(f.renderers)))  # not the off-chart marks
     _off_chart(f, sources["src:dist_over"])
     f.y_range.start = 0
@@ -223,7 +225,7 @@ def _fanout(sources: dict[str, ColumnDataSource], data: dict) -> Any:
            legend_label="read it from the cache")
     f.hbar(y="way", left="read", right="total", height=0.6, source=sources["src:fanout"], color=PALETTE[3],
            legend_label="computed it again")
-    f.add_tools(HoverTool(tooltips=[("", "@way"), ("read", "@read"), ("computed", "@computed"),
+    f.add_tools(HoverTool(tooltips=[("", "@way"), ("read", "@read sub-calls"), ("computed", "@computed sub-calls"),
                                     ("fan-out span p50", "@span{0} ms")]))
     f.x_range.start = 0
     _legend_above(f)
@@ -371,7 +373,7 @@ def _queue(sources: dict[str, ColumnDataSource], data: dict) -> Any:
            legend_label="first come first served")
     f.line("t", "p99", source=sources["src:queue_longest_prefix_first"], line_width=2, color=PALETTE[0],
            line_dash="dashed", legend_label="longest prefix first")
-    f.add_tools(HoverTool(tooltips=[("t", "@t{0} s"), ("p99", "@p99{0,0} ms")], mode="vline"))
+    f.add_tools(HoverTool(tooltips=[("time", "@t{0} s"), ("TTFT p99", "@p99{0,0} ms")], mode="vline"))
     f.y_range.start = 0
     _legend_above(f)
     return f

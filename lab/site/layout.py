@@ -38,7 +38,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from lab.page.controls import CONTROLS, EVENT_INPUTS, Control
+from lab.page.controls import CONTROLS, EVENT_INPUTS, SECTIONS, Control
 from lab.page.figures import (
     ARTICLE_FIGURES,
     EMBED_CONTROLS,
@@ -125,12 +125,14 @@ def _help(c: Control) -> Any:
 
 
 def controls(keys: tuple[str, ...] | None = None, helped: bool = True, beside: str | None = None,
-             shown: tuple[str, ...] | None = None) -> pn.Column:
-    """The controls (those for `keys`, or those beside figure `beside` ("" the fleet's column), or all), each in
-    its box with its off switch and help line; with `shown`, the boxes of other keys start hidden."""
+             shown: tuple[str, ...] | None = None, section: str | None = None) -> pn.Column:
+    """The controls (those for `keys`, or those beside figure `beside` ("" the fleet's column), or all; of those,
+    with `section`, the ones waiting in it), each in its box with its off switch and help line; with `shown`, the
+    boxes of other keys start hidden."""
     boxes = []
     for c in CONTROLS:
-        if (keys is not None and c.key not in keys) or (beside is not None and c.figure != beside):
+        if (keys is not None and c.key not in keys) or (beside is not None and c.figure != beside) or (
+                section is not None and c.section != section):
             continue
         items: list[Any] = []
         if c.widget == "buttons":  # a button group shows no title of its own
@@ -221,9 +223,14 @@ def landscape(view: dict) -> Any:
 def lab_page(view: dict) -> pn.Template:
     template = pn.Template((STATIC / "index.html.j2").read_text(encoding="utf-8"),
                            nb_template=None)
-    ctl = controls(beside="")
+    ctl = controls(beside="", section="")  # the seed's own: what a newcomer sees first
     _apply_widget_values(ctl, view)
     template.add_panel("controls", ctl)
+    for name in SECTIONS:  # the rest, one root a section, each drawn once its section is opened
+        more = controls(beside="", section=name)
+        _apply_widget_values(more, view)
+        template.add_panel(f"more_{name}", more)
+    template.add_variable("sections", list(SECTIONS.items()))
     template.add_panel("events", event_controls())
     template.add_panel("predict", predict_controls())
     template.add_panel("landscape", pn.pane.Bokeh(landscape(view), sizing_mode="stretch_width", margin=0))
@@ -241,10 +248,24 @@ def embed_page(view: dict) -> pn.Template:
     return template
 
 
+def _height(model: Any) -> int:
+    """The height a figure (or a row or column of them) takes once drawn, in px; 0 if it does not say."""
+    if isinstance(getattr(model, "height", None), int):
+        return int(model.height)
+    children = [_height(child) for child in getattr(model, "children", ()) if not isinstance(child, tuple)]
+    if not children:
+        return 0
+    return max(children) if type(model).__name__ == "Row" else sum(children)
+
+
 def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
-    """Each figure as root `chart_<name>`; with `beside`, each article figure's own controls as `ctl_<name>`."""
+    """Each figure as root `chart_<name>`, and its height (`heights`: its place keeps that room from the first
+    paint); with `beside`, each article figure's own controls as `ctl_<name>`."""
+    heights = {}
     for name, fig in figures(view).items():
         template.add_panel(f"chart_{name}", pn.pane.Bokeh(fig, sizing_mode="stretch_width", margin=0))
+        heights[name] = _height(fig)
+    template.add_variable("heights", heights)
     beside_names = []
     if beside:
         for f in ARTICLE_FIGURES:

@@ -4,7 +4,7 @@ example by its button, the article's two missions through their controls, and an
 import re
 
 import pytest
-from conftest import READY, metrics
+from conftest import READY, metrics, open_section
 from test_missions_page import answered, choose, mission_button, press, verdict
 
 from lab.page.figures import FIGURES
@@ -19,6 +19,7 @@ def caption(page, name):
 
 def test_the_crossover_and_transfer_sliders_move_their_figures_and_leave_the_fleet_alone(fresh_lab):
     page = fresh_lab
+    open_section(page, "article")  # the article's figures wait in a section a reader opens
     headline = metrics(page)
     assert "the warm GPU is faster" in caption(page, "crossover") and "80%" in caption(page, "crossover")
     queued = page.get_by_role("slider", name="Requests queued on the warm GPU")
@@ -35,6 +36,7 @@ def test_the_crossover_and_transfer_sliders_move_their_figures_and_leave_the_fle
 
 def test_the_fanout_example_loads_the_race_and_warming_first_wins_it(fresh_lab):
     page = fresh_lab
+    open_section(page, "article")  # the article's figures wait in a section a reader opens
     assert "sends no fan-outs" in caption(page, "fanout")
     answered(page, lambda: page.get_by_role("button", name="Load the article's setup").click())
     assert "traffic.kind=agent" in page.evaluate("location.hash")
@@ -85,6 +87,7 @@ def test_an_embed_shows_one_figure_with_its_own_controls(page, server):
 
 def test_the_serving_figures_offer_serving_mode_then_show_the_stall_the_split_and_the_queue(fresh_lab):
     page = fresh_lab
+    open_section(page, "article")  # the article's figures wait in a section a reader opens
     assert "turn on serving mode" in caption(page, "split")
     split = page.locator('[data-figure="split"]')
     answered(page, lambda: split.get_by_role("button", name="Turn on serving mode").click())
@@ -132,6 +135,7 @@ def test_a_mission_asks_for_a_guess_shows_it_beside_the_truth_gives_hints_in_ord
 
 def test_the_tree_moves_through_time_by_keyboard(fresh_lab):
     page = fresh_lab
+    open_section(page, "article")  # the article's figures wait in a section a reader opens
     end = page.locator("#cap-tree").inner_text()
     assert end.startswith("At ") and "The biggest branches: system prompt" in end
     moment = page.get_by_role("slider", name="Moment of the run the tree is drawn at, in seconds")

@@ -2,7 +2,7 @@
 
 
 import pytest
-from conftest import cli, expected_metrics, metrics, wait_ready_with
+from conftest import cli, expected_metrics, metrics, open_section, wait_ready_with
 from test_page import checkbox, slider
 
 pytestmark = pytest.mark.browser
@@ -11,6 +11,7 @@ pytestmark = pytest.mark.browser
 def test_serving_mode_shows_its_figures_and_the_memory_split(fresh_lab):
     page = fresh_lab
     assert page.locator("#serving").is_hidden()
+    open_section(page, "serving")
     checkbox(page, "Serving mode: decode answers in batches").click()
     wait_ready_with(page, "location.hash.includes('fleet.decode=true')")
     expected = cli("run", "--json", "--set", "fleet.decode=true")
@@ -30,6 +31,7 @@ def test_serving_mode_shows_its_figures_and_the_memory_split(fresh_lab):
 
 def test_a_router_parameter_is_a_slider_of_its_own_router(fresh_lab):
     page = fresh_lab
+    open_section(page, "router")
     bound = slider(page, "Load bound")
     assert bound.evaluate("e => e.getRootNode().querySelector('.noUi-target').hasAttribute('disabled')")
     page.get_by_role("combobox", name="Router").select_option(label="Bounded-load hash")

@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from conftest import READY, cli, metrics
+from conftest import READY, cli, metrics, open_section
 from helpers import TRACES
 from test_missions_page import answered, press, verdict
 
@@ -21,6 +21,7 @@ def test_a_chosen_trace_replays_in_the_browser_as_on_the_command_line(fresh_lab,
     page.get_by_role("slider", name="Replicas").press("ArrowRight")  # 4 -> 5: the trace plays on this fleet
     page.wait_for_function(f"({READY}) && location.hash.includes('fleet.replicas=5')", timeout=30_000)
 
+    open_section(page, "own-traffic")  # as a person does, before choosing a file
     page.get_by_label("Choose a trace file").set_input_files(str(trace))
     page.wait_for_function(f"({READY}) && location.hash.includes('trace=conversation-2000.jsonl')", timeout=60_000)
     replayed = cli("replay", str(trace), "--set", "fleet.replicas=5", "--json")
@@ -41,6 +42,7 @@ def test_a_file_that_is_not_a_trace_is_named_with_its_line(fresh_lab, tmp_path):
     page = fresh_lab
     notes = tmp_path / "notes.txt"
     notes.write_text('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\nnot json at all\n')
+    open_section(page, "own-traffic")
     page.get_by_label("Choose a trace file").set_input_files(str(notes))
     page.wait_for_function(f"({READY}) && document.querySelector('#notices').textContent.includes('notes.txt')",
                            timeout=60_000)
@@ -71,6 +73,7 @@ def test_a_trace_dropped_on_the_box_replays_too(fresh_lab):
     page = fresh_lab
     with open(TRACE, "rb") as f:
         text = b"".join(next(f) for _ in range(300)).decode()
+    open_section(page, "own-traffic")
     dropped = page.evaluate_handle("""text => { const data = new DataTransfer();
         data.items.add(new File([text], 'dropped.jsonl')); return data; }""", text)
     page.dispatch_event("#trace-drop", "drop", {"dataTransfer": dropped})
@@ -89,6 +92,8 @@ def test_a_gpu_fit_chosen_on_the_page_prices_the_run_as_the_command_line_does_an
     mine = FITS["a100"]._replace(name="mine", gemm_flops_per_s=FITS["a100"].gemm_flops_per_s * 1.5)
     fit = tmp_path / "mine.json"
     fit.write_text(json.dumps(fit_to_json(mine)))
+    open_section(page, "own-gpu")
+    open_section(page, "article")  # where the prefill figure says which fit priced it
     page.get_by_label("Choose a GPU fit").set_input_files(str(fit))
     page.wait_for_function(f"({READY}) && location.hash.includes('hardware.gpu_fit=gpufit1')", timeout=60_000)
     assert "hardware.preset=llama8b_a100" in page.evaluate("location.hash")  # the lab preset has no shape to price

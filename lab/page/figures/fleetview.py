@@ -17,6 +17,9 @@ else). Each function returns new values; `lab.page.view.patches` places them.
   (requests, hit rate, utilisation, prefill GPU-seconds).
 - `slowest_html(result)`: the slowest requests, each with a button that
   asks what the router saw; `explain_html(seen)`: that decision.
+
+Each table's column names carry their meaning and unit (`COLUMN_TIPS`),
+shown on hover, tap or focus of a "?" beside the name.
 """
 
 import functools
@@ -115,14 +118,55 @@ def router_html(scenario: Scenario, result: Result, held_back: bool = False) -> 
     return text
 
 
+# What each column of the tables holds, and in what unit: shown on hover or tap of the "?" beside its name.
+COLUMN_TIPS = {
+    "replicas": {
+        "Replica": "The replica's number. Its colour is the same in every chart.",
+        "Requests": "How many requests the router sent to this replica during the run.",
+        "Hit rate": "Per cent of this replica's prompt tokens it found in its own cache.",
+        "Busy": "Per cent of the run this replica spent computing.",
+        "Prefill GPU-s": "Seconds of GPU time this replica spent reading prompts (prefill).",
+    },
+    "slowest": {
+        "Request": "The request's number in the run, counted from 0.",
+        "Arrived": "When it reached the router, in seconds from the start of the run.",
+        "Replica": "The replica the router sent it to.",
+        "Cached": "Per cent of its prompt tokens that replica already held.",
+        "TTFT": "Time to first token, in milliseconds: from its arrival to its first answer token, queue included.",
+    },
+    "explain": {
+        "Believed cached": "Prompt tokens the router believed this replica held.",
+        "Actually cached": "Prompt tokens this replica really held.",
+        "Backlog": "Seconds of queued work on this replica when the request arrived.",
+        "In flight": "Requests this replica had started and not yet finished.",
+        "Score": "The router's own score for this replica; its rule above says how it is counted.",
+        "TTFT if sent there": "Time to first token, in milliseconds, had the request gone to this replica.",
+    },
+}
+
+
+def _head(table: str, names: tuple[str, ...]) -> str:
+    """A table's header row: each column's name, with its meaning and unit behind a "?" (hover, tap or focus)."""
+    cells = []
+    for name in names:
+        tip = COLUMN_TIPS[table].get(name)
+        if not tip:
+            cells.append(f'<th scope="col">{html.escape(name)}</th>')
+            continue
+        tid = f"tip-{table}-{name.lower().replace(' ', '-')}"
+        cells.append(f'<th scope="col"><span class="th-tip">{html.escape(name)}<button type="button" class="tip" '
+                     f'aria-label="What is {html.escape(name)}?" aria-describedby="{tid}">?</button>'
+                     f'<span class="tip-text" role="tooltip" id="{tid}">{html.escape(tip)}</span></span></th>')
+    return f"<thead><tr>{''.join(cells)}</tr></thead>"
+
+
 def replicas_html(result: Result) -> str:
     """One row per replica, as `prefix-lab run` prints them: requests, hit rate, utilisation, prefill GPU-s."""
     rows = "".join(f'<tr><td><span class="swatch" style="background:{replica_colour(r.index)}"></span>{r.index}</td>'
                    f"<td>{r.requests:,}</td><td>{r.hit_rate:.1%}</td>"
                    f"<td>{r.utilisation:.0%}</td><td>{r.prefill_gpu_s:,.1f}</td></tr>" for r in result.replicas)
-    head = "".join(f'<th scope="col">{name}</th>' for name in ("Replica", "Requests", "Hit rate", "Busy",
-                                                                 "Prefill GPU-s"))
-    return f"<table><caption>Each replica</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    head = _head("replicas", ("Replica", "Requests", "Hit rate", "Busy", "Prefill GPU-s"))
+    return f"<table><caption>Each replica</caption>{head}<tbody>{rows}</tbody></table>"
 
 
 def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
@@ -135,10 +179,8 @@ def slowest_html(result: Result, n: int = EXPLAIN_ROWS) -> str:
         rows.append(f"<tr><td>{i}</td><td>{r.arrival_s:.1f} s</td><td>{r.replica}</td><td>{cached:.0%}</td>"
                     f"<td>{r.ttft_ms:,.0f} ms</td><td><button type=\"button\" data-action=\"explain\" "
                     f"data-request=\"{i}\" aria-label=\"Why? What the router saw for request {i}\">Why?</button></td></tr>")
-    return ("<table><caption>Slowest requests</caption><thead><tr><th scope=\"col\">Request</th>"
-            "<th scope=\"col\">Arrived</th><th scope=\"col\">Replica</th><th scope=\"col\">Cached</th>"
-            "<th scope=\"col\">TTFT</th><th scope=\"col\"></th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    head = _head("slowest", ("Request", "Arrived", "Replica", "Cached", "TTFT", ""))
+    return f"<table><caption>Slowest requests</caption>{head}<tbody>{''.join(rows)}</tbody></table>"
 
 
 def _view_words(view: str) -> str:
@@ -170,10 +212,9 @@ def explain_html(seen: dict[str, Any] | None) -> str:
         rows.append(f"<tr{chosen}><td>{r['replica']}</td><td>{r['believed_tokens']:,}</td><td>{r['actual_tokens']:,}</td>"
                     f"<td>{r['backlog_s']:.3f} s</td><td>{r['in_flight']}</td><td>{score}</td>"
                     f"<td>{r['ttft_ms']:,.0f} ms</td></tr>")
-    table = ("<table><thead><tr><th scope=\"col\">Replica</th><th scope=\"col\">Believed cached</th>"
-             "<th scope=\"col\">Actually cached</th><th scope=\"col\">Backlog</th><th scope=\"col\">In flight</th>"
-             "<th scope=\"col\">Score</th><th scope=\"col\">TTFT if sent there</th></tr></thead>"
-             f"<tbody>{''.join(rows)}</tbody></table>")
+    columns = _head("explain", ("Replica", "Believed cached", "Actually cached", "Backlog", "In flight", "Score",
+                                "TTFT if sent there"))
+    table = f"<table>{columns}<tbody>{''.join(rows)}</tbody></table>"
     regret = (f"<p>The best other choice was replica {seen['best_alternative']}: "
               f"{seen['regret_ms']:,.0f} ms sooner.</p>" if seen["regret_ms"] > 0
               else "<p>No other replica would have answered sooner.</p>")
