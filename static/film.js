@@ -45,6 +45,7 @@ function setup(el) {
   let width = 0, height = 0, dpr = 1;
   let reduced = reducedQuery.matches;
   let lastSlider = 0;
+  const drawMs = [];  // the last animation frames' drawing times (data-film-draw-ms: their median and worst)
 
   function speed() {
     return speeds[Number(speedInput.value)] ?? 0.25;
@@ -113,9 +114,12 @@ function setup(el) {
     dpr = Math.min(2, window.devicePixelRatio || 1);
     width = Math.max(200, canvas.clientWidth || el.clientWidth || 600);
     height = canvasHeight(film.replicas);
-    canvas.style.height = height + "px";
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
+    const w = Math.round(width * dpr), h = Math.round(height * dpr);
+    if (canvas.width !== w || canvas.height !== h) {  // a new backing store only when its size changes
+      canvas.style.height = height + "px";
+      canvas.width = w;
+      canvas.height = h;
+    }
     draw();
   }
 
@@ -282,6 +286,10 @@ function setup(el) {
     el.dataset.filmFrames = String(frames);
     el.dataset.filmT = t.toFixed(3);
     el.dataset.filmFollowing = following < 0 ? "" : String(following);
+    if (drawMs.length) {
+      const sorted = drawMs.slice().sort((a, b) => a - b);
+      el.dataset.filmDrawMs = `${sorted[sorted.length >> 1].toFixed(2)} ${sorted[sorted.length - 1].toFixed(2)}`;
+    }
     sinceAttrs = 0;
   }
 
@@ -304,7 +312,10 @@ function setup(el) {
     t = next;
     advanceTree(ts, true);
     frames += 1;
+    const began = performance.now();
     draw(ts);
+    drawMs.push(performance.now() - began);
+    if (drawMs.length > 120) drawMs.shift();
     showTime();
     if (++sinceAttrs >= 15) attrs();
     if (t >= film.t1) {

@@ -5,7 +5,8 @@ the `#film-data` block the view rewrites on every change, draws each frame
 on the canvas, and keeps its state in the element's `data-film-*`
 attributes (`state`: playing, paused or offscreen; `motion`: full or
 reduced; `frames`: animation frames drawn; `t`: the run second shown;
-`following`: the followed request's index), which tests and bench/ read.
+`following`: the followed request's index; `draw-ms`: the median and the worst
+drawing time of the last 120 animation frames), which tests and bench/ read.
 Every control is a plain button or slider with its own name.
 """
 

@@ -169,6 +169,8 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
         trunk = trees.leaf(r.replica, r.system_prompt, -1) if trunk_tokens else -1
         leaf = trees.leaf(r.replica, r.system_prompt, session)
         held = trees.tokens[trunk] if trunk >= 0 else 0
+        if not scenario.fleet.cache:
+            continue  # no cache: no tree to grow
         for i in (trunk, leaf):
             if i >= 0:
                 trees.touch(t, i)
