@@ -40,7 +40,7 @@ def film_html(view: dict) -> str:
   </div>
   <canvas class="film-canvas" role="img" aria-label="{caption}" width="600" height="{canvas_height(replicas)}" style="height: {canvas_height(replicas)}px"></canvas>
   <p class="film-said" aria-live="polite"></p>
-  <p class="film-key" aria-hidden="true"><span class="k-wait"></span>on its way or waiting <span class="k-hit"></span>found in the cache <span class="k-miss"></span>computed <span class="k-gone"></span>evicted</p>
+  <p class="film-key" aria-hidden="true"><span><i class="k-wait"></i>on its way or waiting</span> <span><i class="k-hit"></i>found in the cache</span> <span><i class="k-miss"></i>computed</span> <span><i class="k-gone"></i>evicted</span></p>
   <!-- id before type: lab/site/pagedocs.py looks for Bokeh's own data block as type then id -->
   <script id="film-data" type="application/json">{data}</script>
 </div>"""

@@ -45,7 +45,8 @@ LEAD_S = 15.0  # how long before the first event it starts, when the run has one
 MAX_REQUESTS = 900  # requests it holds at most: a busier run plays a shorter stretch
 FLIGHT_S = 0.6  # seconds on screen a request takes from the router to its replica (film.js says the same)
 LINGER_S = 0.8  # seconds on screen a served request stays lit beside its replica
-SYSTEM_COLOURS = ("#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#d55e00", "#7f7f7f", "#a6761d")
+SYSTEM_COLOURS = ("#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#edc948", "#bab0ac", "#ff9da7", "#8cd17d")  # none is
+# the pie's blue (found) or orange (computed), nor the red of an eviction
 
 
 def stretch(scenario: Scenario, records: list[RequestRecord]) -> tuple[float, float]:
