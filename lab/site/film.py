@@ -26,6 +26,7 @@ def canvas_height(replicas: int) -> int:
 
 def film_html(view: dict) -> str:
     """The film's markup with the default setup's film in it (the view's `#film-data` patch)."""
+    # A data block of its own type: never taken for Bokeh's (`script[type="application/json"]`, lab/site/pagedocs.py)
     data = view["patches"]["dom"]["#film-data"]["text"].replace("</", "<\\/")
     caption = html.escape(view["patches"]["dom"]["#cap-film"]["text"])
     speeds = html.escape(",".join(SPEEDS))
@@ -41,6 +42,5 @@ def film_html(view: dict) -> str:
   <canvas class="film-canvas" role="img" aria-label="{caption}" width="600" height="{canvas_height(replicas)}" style="height: {canvas_height(replicas)}px"></canvas>
   <p class="film-said" aria-live="polite"></p>
   <p class="film-key" aria-hidden="true"><span><i class="k-wait"></i>on its way or waiting</span> <span><i class="k-hit"></i>found in the cache</span> <span><i class="k-miss"></i>computed</span> <span><i class="k-gone"></i>evicted</span></p>
-  <!-- id before type: lab/site/pagedocs.py looks for Bokeh's own data block as type then id -->
-  <script id="film-data" type="application/json">{data}</script>
+  <script id="film-data" type="application/prefix-lab-film+json">{data}</script>
 </div>"""
