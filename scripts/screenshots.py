@@ -132,9 +132,41 @@ def shoot_figures(url: str, out: Path, only: tuple[str, ...] = ()) -> list[Path]
                 page = browser.new_page(viewport={"width": width, "height": 600})
                 page.goto(f"{url}embed.html?figure={name}{fragment}")
                 page.wait_for_function(READY, timeout=60_000)
+                if name == "film":
+                    show_film_at(page, 24.0)
                 written.append(out / f"{name}-{width}.png")
                 page.screenshot(path=str(written[-1]), full_page=True)
                 page.close()
+        browser.close()
+    return written
+
+
+def show_film_at(page, at: float) -> None:
+    """The request film paused at `at` run seconds: trees grown, requests on their way (its Time slider)."""
+    page.locator(".film").scroll_into_view_if_needed()
+    page.evaluate("""at => { const i = document.querySelector('.film-time input'); i.value = at;
+                           i.dispatchEvent(new Event('input')); }""", at)
+    page.wait_for_function(f"Number(document.querySelector('.film').dataset.filmT) >= {at - 0.01}")
+
+
+def shoot_film(url: str, out: Path) -> list[Path]:
+    """The request film on the full page at 1440x900 and 390x844, playing, as a reader scrolled to it sees it."""
+    written = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        for width, height in ((1440, 900), (390, 844)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url)
+            page.wait_for_function(READY, timeout=60_000)
+            show_film_at(page, 22.0)
+            page.get_by_role("button", name="Follow the next request").click()
+            page.get_by_role("button", name="Play").click()
+            page.wait_for_function("Number(document.querySelector('.film').dataset.filmT) >= 23.2")
+            page.get_by_role("button", name="Pause").click()
+            page.locator("[data-figure='film']").evaluate("el => el.scrollIntoView({block: 'center'})")
+            written.append(out / f"film-{width}x{height}.png")
+            page.screenshot(path=str(written[-1]))
+            page.close()
         browser.close()
     return written
 
@@ -145,13 +177,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
     parser.add_argument("--only", default="", help="comma-separated figures: shoot just these, and no page shots "
-                        "(\"teach\": the guess and landscape shots; \"first-glance\": free play's first screen)")
+                        "(\"teach\": the guess and landscape shots; \"first-glance\": free play's first screen; "
+                        "\"film-page\": the request film on the page)")
     args = parser.parse_args()
     only = tuple(n for n in args.only.split(",") if n)
     if args.url and only == ("teach",):
         paths = shoot_teach(args.url, args.out)
     elif args.url and only == ("first-glance",):
         paths = shoot_first_glance(args.url, args.out)
+    elif args.url and only == ("film-page",):
+        paths = shoot_film(args.url, args.out)
     elif args.url and only:
         paths = shoot_figures(args.url, args.figures, only)
     elif args.url:

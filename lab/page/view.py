@@ -761,7 +761,8 @@ def patches(state: State, derived: Derived) -> dict:
             pass  # runs the fleet again in other setups: redrawn once the slider settles
         elif shown is None or fig.name in shown.figures:
             data, caption = _drawn(fig, context, text)
-            bokeh.update(data)
+            for target, patch in data.items():  # a canvas figure's data is a DOM patch ("#id")
+                (dom if target.startswith("#") else bokeh)[target] = patch
             dom[f"#cap-{fig.name}"] = {"text": caption}
         if fig.example:
             dom[f"#try-{fig.name}"] = {"hidden": mission is not None or _holds(text, fig.example),

@@ -60,7 +60,7 @@ PACKAGES = ("model", "missions", "lab")  # the sources a build is made from
 WHEEL = ("model", "missions", "lab/__init__.py", "lab/page")  # what the page runs: no build, server or CLI module
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json",
                  "package.json")
-HAND_WRITTEN = ("bridge.js", "worker.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
+HAND_WRITTEN = ("bridge.js", "worker.js", "film.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
 # The BokehJS bundles the pages load: the widgets need bokeh-widgets, and Panel's own bundle will not
 # start without bokeh-tables; nothing draws with WebGL, so bokeh-gl (0.2 MB sent) is left out.
 BOKEH_BUNDLES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
@@ -378,7 +378,8 @@ def _write_pages(out: Path, assets: dict[str, str]) -> None:
             raise BuildError(f"{exc}: Panel's template has changed; see lab/site/pagedocs.py") from None
         text = _rename_in(text, filename, {
             '"./static/': f'"./{assets["static/"]}', '"static/extensions/': f'"{assets["static/"]}extensions/',
-            'src="bridge.js"': f'src="{assets["bridge.js"]}"', 'href="lab.css"': f'href="{assets["lab.css"]}"'})
+            'src="bridge.js"': f'src="{assets["bridge.js"]}"', 'href="lab.css"': f'href="{assets["lab.css"]}"',
+            'src="film.js"': f'src="{assets["film.js"]}"'})
         _check_local(filename, text)
         _check_bundles(filename, text, out)
         path.write_text(text, encoding="utf-8")
@@ -399,6 +400,7 @@ def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[st
     names["pyodide/"] = hash_folder(folder / "pyodide").name + "/"
     names["static/"] = hash_folder(folder / "static").name + "/"
     names["lab.css"] = hash_file(folder / "lab.css").name
+    names["film.js"] = hash_file(folder / "film.js").name
     renames = {'"./pyodide/': f'"./{names["pyodide/"]}'}
     if snapshot["kind"] == "snapshot":
         names["snapshot"] = hash_file(folder / "snapshot.bin").name

@@ -27,7 +27,7 @@ from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from lab.page.figures import FIGURES, JOIN_WAYS, PALETTE, TREE_COLOURS, replica_colour
+from lab.page.figures import BOKEH_FIGURES, JOIN_WAYS, PALETTE, TREE_COLOURS, replica_colour
 from model import SLO_SHARE
 
 __all__ = ["DRAW", "figures"]
@@ -36,7 +36,7 @@ BUSY = tuple(reversed(Blues256))  # light: idle, dark: busy
 BUSY_PERCENT = (0, 100)  # the busy strip's colour scale: a replica is busy 0 to 100% of a bin
 
 
-def figures(view: dict, which: tuple[str, ...] = tuple(FIGURES)) -> dict[str, Any]:
+def figures(view: dict, which: tuple[str, ...] = BOKEH_FIGURES) -> dict[str, Any]:
     """The figures named in `which`, by name, drawn from the view's first data."""
     data = view["patches"]["bokeh"]
     sources = {name: ColumnDataSource(patch["data"], name=name) for name, patch in data.items()

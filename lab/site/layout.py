@@ -48,6 +48,7 @@ from lab.page.figures import (
 )
 from lab.page.missionview import GUESS_INPUT, GUESS_RANGE
 from lab.site.drawings import figures
+from lab.site.film import film_html
 from model import Scenario
 
 __all__ = ["embed_page", "lab_page"]
@@ -282,6 +283,7 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
     template.add_variable("article_figures", [(f.name, f.title) for f in ARTICLE_FIGURES])
     template.add_variable("embed_figures", EMBED_FIGURES)
     template.add_variable("figure_controls", tuple(FIGURE_CONTROLS))
+    template.add_variable("canvas_figures", {"film": film_html(view)})  # drawn by static/film.js, not Bokeh
     template.add_variable("beside_controls", tuple(beside_names))
 
 

@@ -26,7 +26,7 @@ class Figure:
 
     name: str  # figure `fig:<name>`, sources `src:<name>...`, caption `#cap-<name>`, embed `?figure=<name>`
     title: str
-    data: Callable[[Context], dict[str, dict]]  # source name -> {"data": columns}
+    data: Callable[[Context], dict[str, dict]]  # source name -> {"data": columns}; "#id" -> a DOM patch
     caption: Callable[[Context], str]
     reads: tuple[str, ...] = ()  # key prefixes read besides the fleet's run
     controls: tuple[str, ...] = ()  # the controls its paragraph needs
@@ -35,6 +35,7 @@ class Figure:
     constant: bool = False  # reads nothing that changes: drawn once, at build time, and never sent again
     offer: str = "Load the article's setup"  # the button that loads `example`
     costly: bool = False  # runs the fleet in other setups besides the page's: not redrawn while a slider moves
+    canvas: bool = False  # drawn by the page's own script from its DOM patch (static/film.js), not by Bokeh
 
 
 @functools.lru_cache(maxsize=32)  # asked by every fleet figure of every answer: remembered by the scenario

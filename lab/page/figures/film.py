@@ -1,0 +1,295 @@
+"""The request film: a stretch of the run as a timeline the page plays, request by request.
+
+`film(scenario, result)` reads nothing but the run's own records and its
+per-bin eviction counts; there is no second model. It gives, for a stretch
+of the run (`stretch`: 60 s from the start, or from 15 s before the first
+event, and at most `MAX_REQUESTS` requests):
+
+- each request's arrival at its replica, when its prefill started and
+  ended, and how much of its prompt the replica's cache held;
+- each replica's tree as leaves: one trunk per system prompt and one leaf
+  per session hanging off it, with the tokens each holds, and a list of
+  tree events `(time, leaf, tokens after)` that grow and shrink them.
+
+How the leaves follow the run. A request that ends its prefill caches its
+prompt and its answer on its replica: its session's leaf grows to hold
+them, its system prompt's trunk to the system prompt. When it starts, its
+record says how much of its prompt was found: its leaf is set to exactly
+that (beyond the trunk), so the drawing agrees with every record. Tokens go
+as the run's own per-bin counts say (`Series.evicted_tokens`): each
+replica's evictions in a bin are shared among the prefills that ended there
+in proportion to the tokens each added, and taken from the least recently
+used leaves, tip first (a trunk only once no leaf hangs off it), as the
+radix tree evicts. Which leaf loses them is this module's reading of that
+rule; how many go, and when, are the run's.
+
+`frame(f, t)` is where every request and leaf stands at a moment: the rule
+`static/film.js` draws by, written once in Python for the tests.
+Standard library, `model` only: this runs in the browser too.
+"""
+
+import heapq
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from lab.page.figures.base import Context, Figure
+from lab.page.figures.fleetview import per_result, replica_colour
+from model import Result, Scenario
+
+RequestRecord = Any  # model.metrics.RequestRecord: one served request (model does not export its name)
+
+STRETCH_S = 60.0  # seconds of the run the film plays
+LEAD_S = 15.0  # how long before the first event it starts, when the run has one
+MAX_REQUESTS = 900  # requests it holds at most: a busier run plays a shorter stretch
+FLIGHT_S = 0.6  # seconds on screen a request takes from the router to its replica (film.js says the same)
+LINGER_S = 0.8  # seconds on screen a served request stays lit beside its replica
+SYSTEM_COLOURS = ("#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#edc948", "#bab0ac", "#ff9da7", "#8cd17d")  # none is
+# the pie's blue (found) or orange (computed), nor the red of an eviction
+
+
+def stretch(scenario: Scenario, records: list[RequestRecord]) -> tuple[float, float]:
+    """The film's start and end in run seconds: 60 s from 0, or from 15 s before the first event;
+    shortened so that it holds at most `MAX_REQUESTS` arrivals."""
+    start = max(0.0, min(e.at_s for e in scenario.events) - LEAD_S) if scenario.events else 0.0
+    end = start + STRETCH_S
+    arrivals = sorted(r.arrival_s for r in records if start <= r.arrival_s < end)
+    if len(arrivals) > MAX_REQUESTS:
+        end = arrivals[MAX_REQUESTS]
+    return round(start, 3), round(end, 3)
+
+
+class _Trees:
+    """Every replica's leaves as the records and the evictions move them (see the module's docstring)."""
+
+    __slots__ = ("ids", "info", "tokens", "touched", "children", "heaps", "held", "capacity", "events", "pushed")
+
+    def __init__(self, replicas: int, capacity: int) -> None:
+        self.ids: dict[tuple[int, int, int], int] = {}  # (replica, system prompt, session or -1 for a trunk) -> id
+        self.info: list[tuple[int, int, int]] = []  # id -> that key
+        self.tokens: list[int] = []
+        self.touched: list[float] = []  # when a request last read or wrote it
+        self.children: dict[int, int] = {}  # trunk id -> leaves of it holding tokens
+        self.heaps: list[list[tuple[float, int, int]]] = [[] for _ in range(replicas)]  # (touched, stamp, id)
+        self.held = [0] * replicas  # each replica's tokens
+        self.capacity = capacity
+        self.events: list[tuple[float, int, int]] = []  # (time, leaf id, tokens after)
+        self.pushed = 0  # stamps: equal times pop in the order they were touched
+
+    def leaf(self, replica: int, system: int, session: int) -> int:
+        key = (replica, system, session)
+        got = self.ids.get(key)
+        if got is None:
+            got = self.ids[key] = len(self.info)
+            self.info.append(key)
+            self.tokens.append(0)
+            self.touched.append(-1.0)
+        return got
+
+    def set(self, t: float, i: int, tokens: int) -> None:
+        before = self.tokens[i]
+        if before == tokens:
+            return
+        self.tokens[i] = tokens
+        replica, system, session = self.info[i]
+        self.held[replica] += tokens - before
+        if session != -1:
+            trunk = self.ids.get((replica, system, -1))
+            if trunk is not None:
+                self.children[trunk] = self.children.get(trunk, 0) + (tokens > 0) - (before > 0)
+        self.events.append((t, i, tokens))
+
+    def touch(self, t: float, i: int) -> None:
+        self.touched[i] = t
+        self.pushed += 1
+        heapq.heappush(self.heaps[self.info[i][0]], (t, self.pushed, i))
+
+    def evict(self, t: float, replica: int, tokens: int, keep: int = -1) -> None:
+        """Take `tokens` from `replica`'s least recently used leaves (never `keep`), a trunk only once it holds
+        no leaf."""
+        heap, skipped = self.heaps[replica], []
+        while tokens > 0 and heap:
+            entry = heapq.heappop(heap)
+            when, _, i = entry
+            if when != self.touched[i] or self.tokens[i] == 0:
+                continue  # touched again since (a newer entry stands for it), or empty
+            if i == keep or (self.info[i][2] == -1 and self.children.get(i, 0) > 0):
+                skipped.append(entry)
+                continue
+            taken = min(tokens, self.tokens[i])
+            self.set(t, i, self.tokens[i] - taken)
+            tokens -= taken
+            if self.tokens[i]:
+                skipped.append(entry)
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+
+    def fit(self, t: float, replica: int, keep: int) -> None:
+        """Evict what is over the replica's capacity (a record found more than the drawing held)."""
+        if self.capacity and self.held[replica] > self.capacity:
+            self.evict(t, replica, self.held[replica] - self.capacity, keep)
+
+
+def _ends(r: RequestRecord) -> tuple[float, float]:
+    """When a request's prefill started and when its first token was out, in run seconds."""
+    start = r.arrival_s + r.queue_ms / 1000
+    end = r.arrival_s + r.ttft_ms / 1000
+    return round(min(start, end), 6), round(end, 6)
+
+
+def film(scenario: Scenario, result: Result) -> dict[str, Any]:
+    """The film of `result`'s stretch: its requests, its leaves at its start and the tree events within it."""
+    records = sorted(result.records, key=lambda r: r.arrival_s)
+    t0, t1 = stretch(scenario, records)
+    series, system_tokens = result.series, scenario.traffic.system_tokens
+    bins = len(series.start_s)
+    last = _bin(t1, series.start_s, series.bin_s, bins)
+    horizon = series.start_s[last] + series.bin_s if bins else t1  # records arriving later end after t1's bin
+    records = [r for r in records if r.arrival_s < max(t1, horizon)]
+    ends = [_ends(r) for r in records]
+    cells = [(r.replica, _bin(e[1], series.start_s, series.bin_s, bins)) for r, e in zip(records, ends)]
+    timeline = sorted([(e[0], 0, k) for k, e in enumerate(ends)] + [(e[1], 1, k) for k, e in enumerate(ends)])
+    added: dict[tuple[int, int], int] = {}  # (replica, bin) -> tokens the prefills ending there added
+    for k, r in enumerate(records):
+        added[cells[k]] = added.get(cells[k], 0) + _new(r)
+    shared: dict[tuple[int, int], int] = {}  # the bin's evictions handed out so far, and the tokens they covered
+    covered: dict[tuple[int, int], int] = {}
+    replicas = max(1, scenario.fleet.replicas, len(result.replicas))
+    trees = _Trees(replicas, result.kv_budget_tokens)
+    start_leaves: list[int] | None = None
+    for t, phase, k in timeline:
+        if start_leaves is None and t >= t0:
+            start_leaves = list(trees.tokens)
+            trees.events.clear()
+        if t >= t1 and start_leaves is not None:
+            break
+        r = records[k]
+        trunk_tokens = min(system_tokens, r.prompt_tokens) if r.system_prompt >= 0 else 0
+        session = r.session if r.session >= 0 else -2 - k  # a trace's request is a leaf of its own
+        trunk = trees.leaf(r.replica, r.system_prompt, -1) if trunk_tokens else -1
+        leaf = trees.leaf(r.replica, r.system_prompt, session)
+        held = trees.tokens[trunk] if trunk >= 0 else 0
+        if not scenario.fleet.cache:
+            continue  # no cache: no tree to grow
+        for i in (trunk, leaf):
+            if i >= 0:
+                trees.touch(t, i)
+        if not phase:  # it starts: what its record found is what its leaf holds
+            trees.set(t, leaf, max(0, r.cached_tokens - held))
+            trees.fit(t, r.replica, leaf)
+            continue
+        cell = cells[k]
+        evicted = series.evicted_tokens[r.replica][cell[1]] if cell[1] >= 0 else 0
+        if evicted and added.get(cell):
+            covered[cell] = covered.get(cell, 0) + _new(r)
+            due = round(evicted * covered[cell] / added[cell])  # cumulative, so the bin's shares sum to its count
+            trees.evict(t, r.replica, due - shared.get(cell, 0), leaf)
+            shared[cell] = due
+        if trunk >= 0:
+            trees.set(t, trunk, max(held, trunk_tokens))
+        cached_after = r.prompt_tokens + (r.answer_tokens if r.session >= 0 else 0) - trunk_tokens
+        trees.set(t, leaf, max(trees.tokens[leaf], cached_after))
+        trees.fit(t, r.replica, leaf)
+    if start_leaves is None:
+        start_leaves = list(trees.tokens)
+        trees.events.clear()
+    start_leaves += [0] * (len(trees.tokens) - len(start_leaves))
+    cols: dict[str, list] = {c: [] for c in ("arrive", "start", "end", "replica", "cached", "prompt", "session",
+                                             "turn", "system", "queue_ms", "ttft_ms")}
+    for r, (start, end) in zip(records, ends):
+        if not t0 <= r.arrival_s < t1:
+            continue
+        for name, value in (("arrive", round(r.arrival_s, 4)), ("start", round(start, 4)), ("end", round(end, 4)),
+                            ("replica", r.replica), ("cached", r.cached_tokens), ("prompt", r.prompt_tokens),
+                            ("session", r.session), ("turn", r.turn), ("system", r.system_prompt),
+                            ("queue_ms", round(r.queue_ms, 1)), ("ttft_ms", round(r.ttft_ms, 1))):
+            cols[name].append(value)
+    return {
+        "t0": t0, "t1": t1, "replicas": replicas, "capacity": result.kv_budget_tokens,
+        "flight_s": FLIGHT_S, "linger_s": LINGER_S,
+        "replica_colours": [replica_colour(i) for i in range(replicas)],
+        "system_colours": list(SYSTEM_COLOURS),
+        "requests": cols,
+        "leaves": {"replica": [k[0] for k in trees.info], "system": [k[1] for k in trees.info],
+                   "trunk": [k[2] == -1 for k in trees.info], "tokens": start_leaves},
+        "tree": {"t": [round(e[0], 4) for e in trees.events], "leaf": [e[1] for e in trees.events],
+                 "tokens": [e[2] for e in trees.events]},
+    }
+
+
+def _bin(t: float, starts: tuple[float, ...], bin_s: float, bins: int) -> int:
+    """The series bin `t` falls in (the last one past the window's end); -1 with no bins."""
+    if not bins:
+        return -1
+    return min(bins - 1, max(0, int(math.floor((t - starts[0]) / bin_s))))
+
+
+def _new(r: RequestRecord) -> int:
+    """Tokens a prefill adds to its replica's tree: the prompt it computed, and the answer (not for a trace)."""
+    return max(0, r.prompt_tokens - r.cached_tokens) + (r.answer_tokens if r.session >= 0 else 0)
+
+
+def frame(f: Mapping[str, Any], t: float, speed: float = 1.0) -> dict[str, Any]:
+    """Where everything stands at run second `t`, played at `speed` run seconds a second: each request's
+    phase (`flying` to its replica, `waiting`, `prefill`, `done` while lit, or absent) and each leaf's tokens."""
+    req = f["requests"]
+    flight, linger = f["flight_s"] * speed, f["linger_s"] * speed
+    phases: dict[int, str] = {}
+    for i, (arrive, start, end) in enumerate(zip(req["arrive"], req["start"], req["end"])):
+        if arrive - flight <= t < arrive:
+            phases[i] = "flying"
+        elif arrive <= t < start:
+            phases[i] = "waiting"
+        elif start <= t < end:
+            phases[i] = "prefill"
+        elif end <= t < end + linger:
+            phases[i] = "done"
+    leaves = list(f["leaves"]["tokens"])
+    tree = f["tree"]
+    for when, leaf, tokens in zip(tree["t"], tree["leaf"], tree["tokens"]):
+        if when > t:
+            break
+        leaves[leaf] = tokens
+    return {"phases": phases, "leaves": leaves}
+
+
+@per_result
+def film_of(result: Result) -> dict[str, Any]:
+    """`film` of a result's own scenario, remembered for the last few results (the data and the caption ask)."""
+    return film(result.scenario, result)
+
+
+def _film_data(c: Context) -> dict[str, dict]:
+    return {"#film-data": {"text": json.dumps(film_of(c.result), separators=(",", ":"))}}
+
+
+def _film_caption(c: Context) -> str:
+    f = film_of(c.result)
+    req = f["requests"]
+    n = len(req["arrive"])
+    if not n:
+        return f"No request arrives between {f['t0']:,.0f} s and {f['t1']:,.0f} s, so there is nothing to play."
+    found = sum(req["cached"]) / max(1, sum(req["prompt"]))
+    waited = sum(1 for q in req["queue_ms"] if q > 0)
+    gone = sum(max(0, a - b) for a, b in _drops(f))
+    return (f"The film plays the run from {f['t0']:,.0f} s to {f['t1']:,.0f} s: {n:,} requests travel from the router "
+            f"to {f['replicas']} replicas; {waited:,} of them wait in a queue first. Each one lights up by the share of "
+            f"its prompt its replica had cached ({found:.0%} of their prompt tokens in all). Each replica's strip is its "
+            f"cache, one block per system prompt and one leaf per conversation; {gone:,} tokens are evicted in the "
+            "stretch, least recently used leaves first, as many as the run counted in each time bin.")
+
+
+def _drops(f: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """(tokens before, tokens after) of every tree event that shrank a leaf."""
+    leaves = list(f["leaves"]["tokens"])
+    out = []
+    for leaf, tokens in zip(f["tree"]["leaf"], f["tree"]["tokens"]):
+        if tokens < leaves[leaf]:
+            out.append((leaves[leaf], tokens))
+        leaves[leaf] = tokens
+    return out
+
+
+FIGURES = (Figure("film", "Watch the requests", _film_data, _film_caption, canvas=True,
+                  controls=("fleet.replicas", "fleet.memory_gb", "router.kind", "traffic.session_rate")),)

@@ -1,0 +1,117 @@
+"""The request film's timeline (lab/page/figures/film.py): built from the run's records, its trees in step with the run."""
+
+import json
+
+import pytest
+
+from lab.page import view
+from lab.page.figures import FIGURES, Context
+from lab.page.figures.film import MAX_REQUESTS, film, frame, stretch
+from lab.site.film import film_html
+from model import Scenario
+
+
+def made(text=None):
+    scenario = Scenario().with_text(text or {})
+    result = view.run(scenario)
+    return scenario, result, film(scenario, result)
+
+
+def test_every_request_of_the_stretch_is_in_it_with_its_own_record():
+    scenario, result, f = made()
+    assert (f["t0"], f["t1"]) == (0.0, 60.0)
+    inside = sorted((r for r in result.records if 0 <= r.arrival_s < 60), key=lambda r: r.arrival_s)
+    req = f["requests"]
+    assert len(req["arrive"]) == len(inside) > 100
+    for i, r in enumerate(inside):
+        assert req["replica"][i] == r.replica and req["cached"][i] == r.cached_tokens
+        assert req["prompt"][i] == r.prompt_tokens and req["session"][i] == r.session
+        assert req["start"][i] == pytest.approx(r.arrival_s + r.queue_ms / 1000, abs=1e-3)
+        assert req["end"][i] == pytest.approx(r.arrival_s + r.ttft_ms / 1000, abs=1e-3)
+        assert req["arrive"][i] <= req["start"][i] <= req["end"][i]
+
+
+@pytest.mark.parametrize("text", [{}, {"fleet.replicas": "8"}, {"router.kind": "round_robin"}])
+def test_each_replicas_leaves_hold_what_the_run_says_its_cache_held(text):
+    """At the end of each bin the leaves add up to the run's own KV figure for the replica (to 2%: which leaf
+    loses tokens is the film's reading, and a record that found more than it held moves them)."""
+    _, result, f = made(text)
+    s = result.series
+    checked = 0
+    for b, start in enumerate(s.start_s):
+        end = start + s.bin_s
+        if end > f["t1"] - 1e-9:
+            break
+        leaves = frame(f, end - 1e-6)["leaves"]
+        for k in range(f["replicas"]):
+            held = sum(t for i, t in enumerate(leaves) if f["leaves"]["replica"][i] == k)
+            run = s.kv_cached_tokens[k][b] + s.kv_running_tokens[k][b]
+            assert held == pytest.approx(run, rel=0.02, abs=50), (b, k)
+            assert held <= f["capacity"]
+            checked += 1
+    assert checked >= 40
+
+
+def test_a_request_starting_finds_exactly_what_its_leaf_and_trunk_hold():
+    _, _, f = made()
+    req, leaves = f["requests"], f["leaves"]
+    for i in range(0, len(req["arrive"]), 7):
+        k, system = req["replica"][i], req["system"][i]
+        at = frame(f, req["start"][i])["leaves"]
+        trunk = [j for j in range(len(at)) if leaves["trunk"][j] and leaves["replica"][j] == k
+                 and leaves["system"][j] == system]
+        held = at[trunk[0]] if trunk else 0
+        if req["cached"][i] >= held:
+            assert req["cached"][i] - held in [at[j] for j in range(len(at)) if leaves["replica"][j] == k], i
+
+
+def test_the_evicted_tokens_are_the_runs_own_count():
+    """A stretch of whole bins loses exactly what the run counted as evicted in them."""
+    _, result, f = made()
+    leaves = list(f["leaves"]["tokens"])
+    lost = [0] * f["replicas"]
+    for leaf, tokens in zip(f["tree"]["leaf"], f["tree"]["tokens"]):
+        if tokens < leaves[leaf]:
+            lost[f["leaves"]["replica"][leaf]] += leaves[leaf] - tokens
+        leaves[leaf] = tokens
+    counted = [sum(row[:20]) for row in result.series.evicted_tokens]  # 20 bins of 3 s: the 60 s stretch
+    assert sum(counted) > 0
+    for k in range(f["replicas"]):
+        assert lost[k] >= counted[k] * 0.97, k  # the run's evictions, and what records said was gone besides
+
+
+def test_frames_move_each_request_from_the_router_through_its_replica():
+    _, _, f = made()
+    req = f["requests"]
+    i = next(i for i in range(len(req["arrive"])) if req["end"][i] > req["start"][i])
+    flight = f["flight_s"]
+    assert frame(f, req["arrive"][i] - flight / 2)["phases"][i] == "flying"
+    assert frame(f, (req["start"][i] + req["end"][i]) / 2)["phases"][i] == "prefill"
+    assert frame(f, req["end"][i] + f["linger_s"] / 2)["phases"][i] == "done"
+    assert i not in frame(f, req["end"][i] + f["linger_s"] * 2)["phases"]
+
+
+def test_an_event_moves_the_stretch_and_a_busy_run_shortens_it():
+    scenario = Scenario().with_text({"events": "surge@90+60"})
+    assert stretch(scenario, view.run(scenario).records)[0] == 75.0
+    busy = Scenario().with_text({"traffic.session_rate": "6"})
+    records = view.run(busy).records
+    t0, t1 = stretch(busy, records)
+    assert sum(1 for r in records if t0 <= r.arrival_s < t1) <= MAX_REQUESTS
+
+
+def test_the_page_gets_the_film_as_a_dom_patch_and_its_markup_holds_it():
+    page = view.render(Scenario())
+    text = page["patches"]["dom"]["#film-data"]["text"]
+    assert json.loads(text)["replicas"] == 4
+    assert "#film-data" not in page["patches"]["bokeh"]
+    markup = film_html(page)
+    assert text in markup and 'aria-pressed="false">Play</button>' in markup
+    caption = FIGURES["film"].caption(Context(Scenario(), view.run(Scenario()), view.run))
+    assert caption.startswith("The film plays the run from 0 s to 60 s")
+
+
+def test_without_a_cache_the_requests_play_and_no_tree_grows():
+    scenario, result, f = made({"fleet.cache": "false"})
+    assert all(c == 0 for c in f["requests"]["cached"])
+    assert not any(f["tree"]["tokens"]) and not any(f["leaves"]["tokens"])
