@@ -610,6 +610,7 @@ let bootTimer = null;
 let workTimer = null;
 let goodHash = hash;  // the state of the last view applied: where a stopped change goes back to
 let showing = 0;  // answers taken from the worker and not yet written and painted
+let writing = Promise.resolve();  // the answer being written: the next waits for it (see onMessage)
 let stopped = "";  // why the last change was stopped, shown once the new worker is ready
 
 function startWorker(early = null) {
@@ -788,7 +789,11 @@ async function onMessage(event) {
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     showing += 1;
+    const before = writing;  // answers are written one after another, each to its event (a remembered one comes at once)
+    let doneWriting = null;
+    writing = new Promise((resolve) => { doneWriting = resolve; });
     try {
+      await before;
       await whenBokehReady();
       // A change that came meanwhile (a slider still moving) goes to the worker now, against the state just
       // answered: it is worked out while this answer is written and painted, not after.
@@ -807,6 +812,7 @@ async function onMessage(event) {
       if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     } finally {
       showing -= 1;
+      doneWriting();  // the next answer goes on once this one's event is out (the rest of this turn)
     }
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));
