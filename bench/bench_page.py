@@ -1,6 +1,6 @@
 """How the lab page loads and responds, in headless Chromium against `prefix-lab serve`; each figure beside its target.
 
-    python bench/bench_page.py [--loads N] [--changes N] [--site DIR]
+    python bench/bench_page.py [--loads N] [--changes N] [--site DIR] [--cpu 1,4]
 
 Cold loads (a fresh browser context each time, so nothing is cached), with the
 build's memory snapshot and again with the snapshot request aborted (the
@@ -16,6 +16,19 @@ person's input would be: the time from the change to the redrawn charts
 (patches applied and a frame painted), for the default setup and for 16
 cache-aware replicas at 8 sessions a second; and a slider drag (live values
 at 60 a second for three seconds): how many times a second the charts follow.
+
+Then what a person does with the Replicas slider, with real input: 30 key
+presses stepping it up and down (the time from the key to the headline's new
+value painted), key presses back and forth between two values whose answers
+are remembered, and a 2-second mouse drag across its whole range (how many of
+the values it passes the headline shows, and how many within 100 ms of the
+handle reaching them). Last, the peak memory of the page and its workers (the
+peak resident size of the browser's renderer processes for one page, which
+run the page and its workers).
+
+`--cpu 1,4` runs all of it at each CPU rate: 4 throttles Chromium four times
+(DevTools' `Emulation.setCPUThrottlingRate`, set on the page and on each of
+its workers as it starts), as a mid-range phone.
 """
 
 import argparse
@@ -26,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,11 +61,69 @@ BIG_CHANGES = [("ctl:traffic.session_rate", "value", v) for v in (7.5, 8, 8.5, 8
               [("ctl:fleet.memory_gb", "value", v) for v in (8, 4)]
 
 
+CPU = {"rate": 1}  # the CPU throttling rate every new page runs at (`--cpu`)
+
+
+def throttle(browser, page) -> None:
+    """Slow the page's thread and each of its workers CPU["rate"] times (DevTools' CPU throttling).
+
+    The page's own CDP session throttles its thread; a dedicated worker is another target, reached from a
+    browser session: attached to, then sent the same command through `Target.sendMessageToTarget`."""
+    rate = CPU["rate"]
+    if rate == 1:
+        return
+    page.context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": rate})
+    session = browser.new_browser_cdp_session()
+    done: set[str] = set()
+
+    def each(_worker=None) -> None:
+        for target in session.send("Target.getTargets")["targetInfos"]:
+            if target["type"] in ("worker", "shared_worker") and target["targetId"] not in done:
+                done.add(target["targetId"])
+                try:
+                    attached = session.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": False})
+                    message = {"id": 1, "method": "Emulation.setCPUThrottlingRate", "params": {"rate": rate}}
+                    session.send("Target.sendMessageToTarget", {"sessionId": attached["sessionId"],
+                                                                "message": json.dumps(message)})
+                except Exception as err:  # noqa: BLE001 - a worker gone meanwhile, or a Chromium without the command
+                    print(f"  (a worker could not be throttled: {err})", file=sys.stderr)
+
+    page.on("worker", each)
+    each()
+
+
+def new_page(browser, context):
+    """A page of `context`, throttled to CPU["rate"] before it loads anything."""
+    page = context.new_page()
+    throttle(browser, page)
+    return page
+
+
+def renderers(browser) -> dict[int, str]:
+    """The browser's renderer processes: pid -> its command line's type (from DevTools' process list)."""
+    info = browser.new_browser_cdp_session().send("SystemInfo.getProcessInfo")["processInfo"]
+    return {p["id"]: p["type"] for p in info if p["type"] == "renderer"}
+
+
+def peak_mb(pids) -> float:
+    """The sum of the processes' peak resident sizes (VmHWM), in MB; 0 where /proc cannot say."""
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1]) * 1024
+    return total / 1e6
+
+
 def cold_load(browser, url: str, snapshot: bool = True) -> dict:
     context = browser.new_context()
     if not snapshot:
         context.route("**/snapshot.*.bin", lambda route: route.abort())
-    page = context.new_page()
+    page = new_page(browser, context)
     sizes = []
     page.on("requestfinished", lambda r: sizes.append(r))
     page.goto(url)
@@ -80,7 +152,7 @@ def bare_pyodide(browser, url: str, site: Path) -> float:
     stock = (pyodide_dir() / "python_stdlib.zip").read_bytes()
     context = browser.new_context()
     context.route("**/stock_stdlib.zip", lambda r: r.fulfill(status=200, content_type="application/zip", body=stock))
-    page = context.new_page()
+    page = new_page(browser, context)
     page.goto(url + "build.json")  # a same-origin document with the site's CSP; nothing of the page runs
     ms = page.evaluate("""async ([folder]) => {
         const index = new URL(folder, location.href).href;
@@ -99,7 +171,7 @@ def _ready_page(browser, url: str, fragment: str = ""):
     """A page that is ready and has drawn every part it shows (it draws those far below the fold while idle,
     after `ready`): the changes are measured on a settled page, not against its first idle moments."""
     context = browser.new_context()
-    page = context.new_page()
+    page = new_page(browser, context)
     page.goto(url + ("#" + fragment if fragment else ""))
     page.wait_for_function(f"({READY}) && window.prefixLab.undrawn === 0", timeout=120_000)
     return context, page
@@ -143,6 +215,137 @@ def drag_rate(browser, url: str, seconds: float = 3.0) -> float:
     return rate
 
 
+# Installed in a ready page: when each key went down, and when each new value of the headline's replica count
+# was painted (the frame after the text changed); and the times the Replicas slider's own value changed.
+WATCH = """() => {
+    const el = document.querySelector('[data-metric="replica_count"]');
+    const bench = window.__bench = { keys: [], shown: [], reached: [] };
+    new MutationObserver(() => {
+        const value = el.textContent.trim();
+        requestAnimationFrame(() => bench.shown.push({ value, at: performance.now() }));
+    }).observe(el, { childList: true, characterData: true, subtree: true });
+    document.addEventListener("keydown", (e) => bench.keys.push(e.timeStamp), { capture: true });
+    for (const doc of Bokeh.documents) for (const m of doc.all_models) if ((m.tags || []).includes("ctl:fleet.replicas")) {
+        m.properties.value.change.connect(() => bench.reached.push({ value: String(m.value), at: performance.now() }));
+    }
+}"""
+
+
+def replicas_handle(page):
+    """The Replicas slider's handle (as the browser tests find it: by its title)."""
+    for handle in page.locator(".noUi-handle").all():
+        title = handle.evaluate("e => e.getRootNode().querySelector('.bk-slider-title')?.textContent || ''")
+        if title.startswith("Replicas"):
+            return handle
+    raise SystemExit("no Replicas slider on the page")
+
+
+def shown_after(page, value: str, since: float) -> float:
+    """When the headline's replica count showed `value` (painted), the first time after `since`."""
+    page.wait_for_function("([v, t]) => window.__bench.shown.some((s) => s.value === v && s.at >= t)",
+                           arg=[value, since], timeout=20_000)
+    return page.evaluate("([v, t]) => window.__bench.shown.find((s) => s.value === v && s.at >= t).at", [value, since])
+
+
+def key_steps(page, presses: list[str], pace_ms: float = 200) -> list[tuple[float, str]]:
+    """Press each key on the Replicas handle, at most one each `pace_ms` (a person's pace), each once the
+    headline shows the last one's value: [(ms from the key to the headline's new value painted, value)]."""
+    handle = replicas_handle(page)
+    handle.focus()
+    out = []
+    for key in presses:
+        before = handle.get_attribute("aria-valuenow")
+        started = time.perf_counter()
+        handle.press(key)
+        value = handle.get_attribute("aria-valuenow")
+        if value == before:
+            continue  # at an end of the range
+        down = page.evaluate("window.__bench.keys.at(-1)")
+        value = str(int(float(value)))
+        try:
+            out.append((shown_after(page, value, down) - down, value))
+        except PlaywrightTimeout:
+            print(f"  (the headline never showed {value} after its key)", file=sys.stderr)
+        rest = pace_ms / 1000 - (time.perf_counter() - started)
+        if rest > 0:
+            time.sleep(rest)
+    return out
+
+
+def drag(page, seconds: float = 2.0) -> tuple[int, int, int]:
+    """Drag the Replicas handle with the mouse from one end of its track to the other in `seconds`:
+    (values the slider passed, values the headline showed, values shown within 100 ms of being reached)."""
+    handle = replicas_handle(page)
+    track = handle.evaluate_handle("e => e.getRootNode().querySelector('.noUi-base')").as_element()
+    box, grip = track.bounding_box(), handle.bounding_box()
+    y = grip["y"] + grip["height"] / 2
+    page.mouse.move(grip["x"] + grip["width"] / 2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 1, y, steps=4)  # to the start of the range first, then across
+    page.wait_for_timeout(300)
+    t0 = page.evaluate("performance.now()")
+    moves = int(seconds * 60)
+    started = time.perf_counter()
+    for i in range(moves + 1):
+        page.mouse.move(box["x"] + 1 + (box["width"] - 2) * i / moves, y)
+        rest = started + seconds * (i + 1) / moves - time.perf_counter()
+        if rest > 0:
+            time.sleep(rest)
+    page.mouse.up()
+    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_timeout(500)
+    bench = page.evaluate("window.__bench")
+    reached: dict[str, float] = {}
+    for r in bench["reached"]:
+        if r["at"] >= t0:
+            reached.setdefault(str(int(float(r["value"]))), r["at"])
+    shown = {}
+    for s in bench["shown"]:
+        if s["at"] >= t0:
+            shown.setdefault(s["value"], s["at"])
+    on_time = sum(1 for v, at in reached.items() if v in shown and shown[v] - at <= 100)
+    return len(reached), sum(1 for v in reached if v in shown), on_time
+
+
+def person(browser, url: str) -> dict:
+    """Key presses (new values, then remembered ones), a drag, and the peak memory of the page and workers."""
+    before = set(renderers(browser))
+    context, page = _ready_page(browser, url)
+    page.evaluate(WATCH)
+    page.wait_for_timeout(1000)  # the page settles (the speculative workers, if any, boot)
+    seen = {str(int(float(replicas_handle(page).get_attribute("aria-valuenow"))))}
+    steps = key_steps(page, ["ArrowRight"] * 15 + ["ArrowLeft"] * 15)
+    fresh, again = [], []
+    for ms, value in steps:
+        (again if value in seen else fresh).append(ms)
+        seen.add(value)
+    back_forth = key_steps(page, ["ArrowRight", "ArrowLeft"] * 11)[2:]
+    dragged = drag(page)
+    pids = set(renderers(browser)) - before
+    memory = peak_mb(pids)
+    context.close()
+    return {"steps": [ms for ms, _ in steps], "fresh": fresh, "again": again,
+            "remembered": [ms for ms, _ in back_forth], "drag": dragged, "memory": memory, "processes": len(pids)}
+
+
+def print_person(figures: dict, throttled: bool) -> None:
+    steps, remembered = figures["steps"], figures["remembered"]
+    target = 200 if throttled else 50
+    print(f"Replicas slider by keyboard, {len(steps)} steps (up then down), key to the headline painted:")
+    print(f"  every step              median {statistics.median(steps):4.0f} ms, p95 {p95(steps):4.0f} ms   "
+          f"target: p95 under {target} ms")
+    if figures["fresh"]:
+        print(f"  values new to the page  median {statistics.median(figures['fresh']):4.0f} ms, "
+              f"p95 {p95(figures['fresh']):4.0f} ms ({len(figures['fresh'])})")
+    print(f"  back and forth between two remembered values, {len(remembered)} steps: median "
+          f"{statistics.median(remembered):4.0f} ms, p95 {p95(remembered):4.0f} ms   target: p95 under 32 ms")
+    passed, shown, on_time = figures["drag"]
+    print(f"2-second mouse drag across the whole range: {passed} values passed, {shown} shown, {on_time} within "
+          f"100 ms of being reached   target: every one")
+    print(f"peak memory of the page and its workers   {figures['memory']:6.0f} MB   (peak resident size of "
+          f"{figures['processes']} renderer process(es))")
+
+
 def p95(values: list[float]) -> float:
     values = sorted(values)
     return values[max(0, int(round(0.95 * len(values))) - 1)]
@@ -153,15 +356,28 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=3, help="cold loads of each kind (default 3; 0: changes only)")
     parser.add_argument("--changes", type=int, default=50, help="control changes (default 50)")
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
+    parser.add_argument("--cpu", default="1", help="CPU throttling rates to run at, comma-separated (default 1; "
+                        "4: as a mid-range phone)")
     args = parser.parse_args()
+    try:
+        rates = [float(r) for r in args.cpu.split(",")]
+        if not rates or any(r < 1 for r in rates):
+            raise ValueError
+    except ValueError:
+        parser.error(f"--cpu: CPU rates are numbers of 1 or more, comma-separated (got {args.cpu!r})")
     site = args.site or Path(tempfile.mkdtemp(prefix="prefix-lab-bench-")) / "site"
     proc, url = serve_site(site)
     try:
         with sync_playwright() as p:
             browser = launch(p)
-            if args.loads > 0:
-                cold_loads(browser, url, site, args.loads)
-            changes(browser, url, args.changes)
+            for rate in rates:
+                CPU["rate"] = rate
+                print(f"== CPU {'unthrottled' if rate == 1 else f'throttled {rate:g} times'} ==", flush=True)
+                if args.loads > 0:
+                    cold_loads(browser, url, site, args.loads)
+                if args.changes > 0:
+                    changes(browser, url, args.changes, throttled=rate > 1)
+                print_person(person(browser, url), throttled=rate > 1)
             browser.close()
     finally:
         proc.terminate()
@@ -178,7 +394,8 @@ def cold_loads(browser, url: str, site: Path, loads: int) -> None:
     bare_ms = statistics.median(bare)
     med = {key: statistics.median(load[key] for load in snap)
            for key in ("bytes", "first", "charts", "ready", "boot", "answerSent", "answerTaken")}
-    med_plain = {key: statistics.median(load[key] for load in plain) for key in ("bytes", "first", "ready", "boot")}
+    med_plain = {key: statistics.median(load[key] for load in plain)
+                 for key in ("bytes", "first", "ready", "boot", "answerSent", "answerTaken")}
     routes = ", ".join(sorted({load["route"] for load in snap}))
     restored = [load for load in snap if load["restore"]]
 
@@ -205,12 +422,14 @@ def cold_loads(browser, url: str, site: Path, loads: int) -> None:
     print(f"cold load, median of {loads}, snapshot refused (normal boot, precompiled trimmed stdlib):")
     print(f"  transferred               {med_plain['bytes'] / 1e6:6.2f} MB")
     print(f"  worker boot               {med_plain['boot']:6.0f} ms")
+    print(f"  first answer              {med_plain['answerSent']:6.0f} ms   sent by the worker; taken up by the page "
+          f"at {med_plain['answerTaken']:.0f} ms")
     print(f"  ready                     {med_plain['ready']:6.0f} ms   ({100 * med_plain['ready'] / bare_ms:.0f}% "
           "of a bare loadPyodide)")
     print(f"bare loadPyodide (stock .py stdlib, module worker), median of {loads}: {bare_ms:.0f} ms")
 
 
-def changes(browser, url: str, n: int) -> None:
+def changes(browser, url: str, n: int, throttled: bool = False) -> None:
     """Print the control changes' figures (default setup, the big fleet) and the slider drag's rate."""
     for title, fragment, changes, target in (
             ("default setup", "", CHANGES, 50),

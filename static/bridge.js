@@ -4,7 +4,7 @@
 // The URL hash is the state. A control change or an action is sent to the worker as a
 // delta against the current hash; the worker answers with the new hash and JSON patches
 // ({bokeh: {model name: {prop: value}}, dom: {selector: {text|html|attrs}}}) which
-// `apply` writes into the page. All logic lives in Python (lab/page/view.py); this file only
+// `applyDom` and `applyModels` write into the page. All logic lives in Python (lab/page/view.py); this file only
 // moves messages and patches, and names no control: what a control does is declared in
 // lab/page/controls.py. document.documentElement.dataset.lab says where we are:
 // "waiting" while an embed has not been shown yet (static/boot.js), "booting" until the
@@ -28,6 +28,7 @@ const written = new Map();  // control name -> the props last written into it (l
 const drawn = new Map();  // source name -> the data last drawn in it, as JSON
 let nextId = 1;
 let epoch = 0;  // bumped when the person edits the URL: answers computed before that are stale
+let speculation = null;  // the helper workers' scheduler (static/scheduler.mjs), once they are started
 const traceFiles = new Map();  // key -> File: the trace the person chose ("user"), missions' traffic (its worker reads them)
 
 function setState(state, text) {
@@ -204,7 +205,7 @@ function shareDefinitions(docs) {
 
 // A document's models, made from its JSON the first time they are needed: to draw it, to read a widget
 // an action sends, or in idle time once the first answer is on screen. Until then an answer's changes to
-// them wait in `pending` (see apply) and are written once they are made.
+// them wait in `pending` (see applyModels) and are written once they are made.
 function make(d) {
   if (d.doc) return d.doc;
   if (d.failed) return null;
@@ -380,16 +381,18 @@ function current(model, prop) {
   }
 }
 
+// An answer is written in two parts (onMessage): its plain HTML, then its Bokeh models (applyModels).
 // `controlsToo` is false while more changes are queued or one is being worked out: writing an older state
 // into the widgets then would pull a slider back from under the person dragging it.
 // Returns how many Bokeh models it wrote and how many it held (timings.changes[].written, .held). A drawn
 // chart more than a screen away from the viewport is not redrawn at once: its changes are held until it
 // comes near (`release`) or, once the answers have settled, the browser is idle (`catchUp`): a change costs
 // what the reader sees, and a slider dragged redraws only the charts in view.
-function apply(patches, controlsToo = true) {
+// The headline, the notices and the other plain HTML of an answer: cheap to write, so written first and
+// painted before the charts are (see onMessage), so that a remembered answer reaches the headline in a frame.
+function applyDom(patches) {
   applying = true;
   try {
-    const counts = writeModels(patches.bokeh ?? {}, controlsToo);
     const focused = document.activeElement;
     for (const [selector, patch] of Object.entries(patches.dom ?? {})) {
       for (const el of document.querySelectorAll(selector)) {
@@ -402,13 +405,21 @@ function apply(patches, controlsToo = true) {
         if (hadFocus && !document.contains(focused)) refocus(el, focused);
       }
     }
-    return counts;
   } finally {
     applying = false;
   }
 }
 
-// The Bokeh part of `apply`: {model name: {prop: value}}. A model whose document is not made yet takes its
+function applyModels(patches, controlsToo = true) {
+  applying = true;
+  try {
+    return writeModels(patches.bokeh ?? {}, controlsToo);
+  } finally {
+    applying = false;
+  }
+}
+
+// The Bokeh part of an answer (`applyModels`): {model name: {prop: value}}. A model whose document is not made yet takes its
 // changes when it is (`make`); they count as held.
 function writeModels(bokeh, controlsToo) {
   let wrote = 0;
@@ -648,6 +659,7 @@ let bootTimer = null;
 let workTimer = null;
 let goodHash = hash;  // the state of the last view applied: where a stopped change goes back to
 let showing = 0;  // answers taken from the worker and not yet written and painted
+let writing = Promise.resolve();  // the answer being written: the next waits for it (see onMessage)
 let stopped = "";  // why the last change was stopped, shown once the new worker is ready
 
 function startWorker(early = null) {
@@ -715,8 +727,43 @@ function pump(booting = false) {
   inFlight.request.memo = memo;
   if (embedQuery) inFlight.request.embed = embedQuery;
   inFlight.sent = timings.lastSent = performance.now();
+  inFlight.key = answerKey(inFlight.request);
+  const known = inFlight.key && answers.get(inFlight.key);
+  if (known) {  // answered before, here or ahead of time by a helper: no round trip to the worker
+    answers.delete(inFlight.key);
+    answers.set(inFlight.key, known);  // now the most recently used
+    const id = inFlight.id;
+    queueMicrotask(() => onMessage({ data: { type: "view", id, view: known, ms: 0, remembered: true } }));
+    return;
+  }
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
+  speculation?.asked(inFlight.key);
   if (workerReady) computing();
+}
+
+// -- answers remembered on this side ------------------------------------------------
+//
+// An answer is a function of the request that asked for it (the hash it starts from, the controls it
+// changes, whether a slider is still moving, the progress and memo sent) and of nothing else, except in a
+// mission (whose hints are due after a while: the memo's `since`), with a trace (a file the worker reads)
+// and for an action (a button: it may read what is not in the request). The last answers of the other
+// requests are kept here, by that request, as the worker sent them: asked again (a slider stepped back),
+// the answer is written at once, with no round trip to a worker that may be busy computing ahead.
+const ANSWERS_KEPT = 32;  // answers of 65-100 kB of JSON each
+const answers = new Map();  // answerKey(request) -> the view the worker answered, least recently used first
+
+function answerKey(request) {
+  if (request.action || request.embed || (memo && memo.since != null)) return null;
+  if (/(^|&)(trace|mission)=/.test(request.hash ?? "")) return null;  // the files it reads, or a mission's clock
+  return JSON.stringify([request.hash ?? "", request.controls ?? null, Boolean(request.live), request.progress ?? {},
+    request.memo ?? {}]);
+}
+
+function remember(key, view) {
+  if (!key) return;
+  answers.delete(key);
+  answers.set(key, view);
+  while (answers.size > ANSWERS_KEPT) answers.delete(answers.keys().next().value);
 }
 
 function computing() {
@@ -773,10 +820,14 @@ async function onMessage(event) {
     showProgress(msg);
   } else if (msg.type === "view") {
     timings.firstAnswer ??= { sent: msg.at - performance.timeOrigin, taken: performance.now() };
-    clearTimeout(workTimer);
+    if (!msg.remembered) clearTimeout(workTimer);
     showProgress(null);
     const done = inFlight;
     inFlight = null;
+    if (done && !msg.remembered) {
+      remember(done.key, msg.view);
+      speculation?.answered(done.key);
+    }
     if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
       pump();
       return;
@@ -787,20 +838,30 @@ async function onMessage(event) {
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     showing += 1;
+    const before = writing;  // answers are written one after another, each to its event (a remembered one comes at once)
+    let doneWriting = null;
+    writing = new Promise((resolve) => { doneWriting = resolve; });
     try {
+      await before;
       await whenBokehReady();
       // A change that came meanwhile (a slider still moving) goes to the worker now, against the state just
       // answered: it is worked out while this answer is written and painted, not after.
       if (workerReady) pump();
       const moving = queue.length > 0 || inFlight !== null;
-      const { wrote, held } = apply(msg.view.patches, !moving);  // a control still moving is not written back
+      applyDom(msg.view.patches);  // the headline first, painted before the charts are redrawn
+      await nextPaint();
+      const { wrote, held } = applyModels(msg.view.patches, !moving);  // a control still moving is not written back
       document.querySelector(".controls.pending")?.classList.remove("pending");
       await nextPaint();  // let Bokeh paint
       nameInputs();
-      if (done) timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote, held });
+      if (done) {
+        timings.changes.push({ sent: done.sent, applied: performance.now(), computeMs: msg.ms, written: wrote, held,
+          remembered: Boolean(msg.remembered) });
+      }
       if (timings.changes.length > 500) timings.changes.splice(0, 250);  // a long session: keep the recent ones
     } finally {
       showing -= 1;
+      doneWriting();  // the next answer goes on once this one's event is out (the rest of this turn)
     }
     settleState();
     document.dispatchEvent(new CustomEvent("prefix-lab:view", { detail: msg.view }));

@@ -5,7 +5,7 @@ embed are checked in test_layout_page.py, test_resilience_page.py and test_embed
 """
 
 import pytest
-from conftest import ARTIFACTS, READY, expected_metrics, metrics, reset_lab, wait_ready_with
+from conftest import ARTIFACTS, COUNT_VIEWS, READY, expected_metrics, metrics, open_lab, reset_lab, wait_ready_with
 
 pytestmark = pytest.mark.browser
 
@@ -194,3 +194,18 @@ def test_never_spill_can_be_ticked_and_unticked(fresh_lab):
     wait_ready_with(page, "!location.hash.includes('spill_threshold_s')")  # back to the default, 1 s
     assert not box.is_checked() and not disabled()
     assert metrics(page) == expected_metrics("router.kind=cache_aware")
+
+
+def test_a_slider_stepped_back_is_answered_from_the_pages_memory_with_the_clis_numbers(page, server):
+    # a page of its own: the shared one's memo (the setups played) has changed with every test before
+    page.add_init_script(COUNT_VIEWS)
+    open_lab(page, server)
+    handle = slider(page, "Replicas")
+    handle.focus()
+    for key, replicas in (("ArrowRight", 5), ("ArrowLeft", 4), ("ArrowRight", 5)):
+        before = page.evaluate("window.__labViews")
+        handle.press(key)
+        wait_ready_with(page, f"window.__labViews > {before}")
+        assert metrics(page) == expected_metrics(f"fleet.replicas={replicas}")
+    # the third step asked what the first did: answered without the worker
+    assert page.evaluate("window.prefixLab.timings.changes.at(-1).remembered") is True
