@@ -4,7 +4,7 @@ checked gone. Controls are found by role and accessible name; every wait is on t
 import re
 
 import pytest
-from conftest import READY, reset_lab
+from conftest import READY, open_section, reset_lab
 from helpers import TRACES
 from playwright.sync_api import expect
 from test_missions_page import answered, choose, press
@@ -75,6 +75,8 @@ def test_mission_4_starts_its_guess_away_from_the_answer_and_mission_13_says_why
 
 def test_a_serving_run_short_of_kv_memory_says_what_its_requests_waited_for(fresh_lab):
     page = fresh_lab
+    open_section(page, "serving")
+    open_section(page, "hardware")
     answered(page, lambda: page.get_by_role("checkbox", name="Serving mode: decode answers in batches").check())
     answered(page, lambda: page.get_by_role("combobox", name="Model and GPU").select_option(
         label="CodeLlama 13B on A100"))
@@ -89,6 +91,7 @@ def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme(fr
     trace = tmp_path / "mine.jsonl"
     with open(TRACES / "conversation_trace.jsonl", "rb") as f:
         trace.write_bytes(b"".join(next(f) for _ in range(1500)))
+    open_section(page, "own-traffic")  # as a person does, before choosing a file
     page.get_by_label("Choose a trace file").set_input_files(str(trace))
     page.wait_for_function(f"({READY}) && location.hash.includes('trace=mine.jsonl')", timeout=60_000)
     summary = page.locator("#trace-summary").inner_text()
@@ -103,6 +106,8 @@ def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme(fr
 
 def test_a_split_serving_fleet_is_named_in_peoples_words_and_every_menu_choice_explained(fresh_lab):
     page = fresh_lab
+    open_section(page, "serving")
+    open_section(page, "hardware")
     answered(page, lambda: page.get_by_role("checkbox", name="Serving mode: decode answers in batches").check())
     press(page, page.get_by_role("slider", name="GPUs that only prefill"), "ArrowRight")
     press(page, page.get_by_role("slider", name="GPUs that only decode"), "ArrowRight")
