@@ -305,9 +305,11 @@ function drawRest() {
 const idle = (fn) => (window.requestIdleCallback ? requestIdleCallback(fn, { timeout: 2000 }) : setTimeout(fn, 50));
 
 // Settled: the first answer is on screen, or the simulator could not start (the page shows the build's).
+// Called again after every answer: one may show a place that no observer reports, such as the landscape
+// under a guess in the mission column, which clips what it scrolls (the observers' margins stop at its
+// edge), and drawRest has long finished by then: it is drawn now, as `undrawn` counts it.
 let settledYet = false;
 function settle() {
-  if (settledYet) return;
   settledYet = true;
   if (!drawing) toDraw.length ? soon() : idle(drawRest);
 }
