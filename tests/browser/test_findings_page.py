@@ -122,8 +122,8 @@ def test_a_split_serving_fleet_is_named_in_peoples_words_and_every_menu_choice_e
 def test_mission_1_places_every_setup_where_it_can_be_told_apart(fresh_lab):
     page = reset_lab(fresh_lab, "unlock=all")
     choose(page, 1, "Nothing is remembered")
-    page.wait_for_function("document.querySelector('#landscape') && !document.querySelector('#landscape').hidden",
-                           timeout=30_000)
+    page.wait_for_function(f"({READY}) && window.prefixLab.undrawn === 0 && document.querySelector('#landscape') "
+                           "&& !document.querySelector('#landscape').hidden", timeout=30_000)  # drawn, not only shown
     top = model(page, "yr:land")["end"]
     over = model(page, "src:land_over")
-    assert top < 1000 and any(label.startswith("above: 66,0") for label in over["label"])  # one replica, no cache
+    assert top < 1000 and any(label.startswith("above: 66,0") for label in over["label"]), over  # one replica, no cache
