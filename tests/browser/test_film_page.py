@@ -4,7 +4,7 @@ Each check waits on the film's own state attributes (`data-film-*`, lab/site/fil
 """
 
 import pytest
-from conftest import READY, open_lab
+from conftest import READY, open_lab, open_section
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +73,9 @@ def test_reduced_motion_draws_no_animation_frame(browser, server):
 
 
 def test_the_film_pauses_off_screen_and_takes_up_again_on_screen(page, server):
-    film_page(page, server, path="")  # the full page: the film sits far down
+    open_lab(page, server, path="")  # the full page: the film sits far down, among the article's figures
+    open_section(page, "article")
+    page.locator(".film").scroll_into_view_if_needed()
     page.get_by_role("button", name="Play").click()
     page.wait_for_function(f"{ATTR}.filmState === 'playing'")
     page.evaluate("window.scrollTo(0, 0)")
