@@ -28,7 +28,6 @@ const written = new Map();  // control name -> the props last written into it (l
 const drawn = new Map();  // source name -> the data last drawn in it, as JSON
 let nextId = 1;
 let epoch = 0;  // bumped when the person edits the URL: answers computed before that are stale
-let speculation = null;  // the helper workers' scheduler (static/scheduler.mjs), once they are started
 const traceFiles = new Map();  // key -> File: the trace the person chose ("user"), missions' traffic (its worker reads them)
 
 function setState(state, text) {
@@ -731,7 +730,7 @@ function pump(booting = false) {
   inFlight.sent = timings.lastSent = performance.now();
   inFlight.key = answerKey(inFlight.request);
   const known = inFlight.key && answers.get(inFlight.key);
-  if (known) {  // answered before, here or ahead of time by a helper: no round trip to the worker
+  if (known) {  // answered before: no round trip to the worker
     answers.delete(inFlight.key);
     answers.set(inFlight.key, known);  // now the most recently used
     const id = inFlight.id;
@@ -739,7 +738,6 @@ function pump(booting = false) {
     return;
   }
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
-  speculation?.asked(inFlight.key);
   if (workerReady) computing();
 }
 
@@ -826,10 +824,7 @@ async function onMessage(event) {
     showProgress(null);
     const done = inFlight;
     inFlight = null;
-    if (done && !msg.remembered) {
-      remember(done.key, msg.view);
-      speculation?.answered(done.key);
-    }
+    if (done && !msg.remembered) remember(done.key, msg.view);
     if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
       pump();
       return;
