@@ -8,9 +8,10 @@
 // replica's cache strip; leaves that lose tokens flash red as they shrink.
 //
 // Frames are drawn with requestAnimationFrame, only while playing and on screen (IntersectionObserver):
-// the main thread stays free for the page, and the worker computes undisturbed. With reduced motion asked
-// for, nothing moves: Play is off and Step draws one still frame at each next moment. The element's
-// data-film-* attributes say where it is (lab/site/film.py lists them).
+// the main thread stays free for the page, and the worker computes undisturbed. A frame copies what does
+// not move from a canvas drawn once a size (drawStill) and draws the rest without making new arrays. With
+// reduced motion asked for, nothing moves: Play is off and Step draws one still frame at each next moment.
+// The element's data-film-* attributes say where it is (lab/site/film.py lists them).
 
 const HIT = "#0072b2", MISS = "#e69f00", WAIT = "#5b6570", GONE = "#c62828", INK = "#1d232b", LINE = "#dde2e8";
 const reducedQuery = matchMedia("(prefers-reduced-motion: reduce)");
@@ -45,6 +46,7 @@ function setup(el) {
   let width = 0, height = 0, dpr = 1;
   let reduced = reducedQuery.matches;
   let lastSlider = 0;
+  let queued = new Int32Array(0);  // per replica: its requests on their way or waiting, as this frame draws them
   const drawMs = [];  // the last animation frames' drawing times (data-film-draw-ms: their median and worst)
 
   function speed() {
@@ -136,45 +138,70 @@ function setup(el) {
       slotX: width * (narrow ? 0.38 : 0.36),
       treeX: width * (narrow ? 0.44 : 0.42), treeW: width * (narrow ? 0.56 : 0.58) - 8,
       dot: Math.max(3.5, Math.min(7, lane * 0.2)),
+      strip: Math.max(6, lane * 0.55),
       laneY: (k) => top + lane * (k + 0.5),
     };
+  }
+
+  // What does not move (the router, the titles, each replica's label, slot and strip frame), drawn once a
+  // size or a film into its own canvas, which each frame copies before it draws what moves.
+  const still = document.createElement("canvas");
+  const stillCtx = still.getContext("2d", { alpha: false });
+  let stillFor = "";
+
+  function drawStill(g) {
+    const key = `${text.length} ${film.replicas} ${film.capacity} ${width} ${height} ${dpr}`;
+    if (key === stillFor) return;
+    stillFor = key;
+    still.width = canvas.width;
+    still.height = canvas.height;
+    const c = stillCtx;
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.fillStyle = "#ffffff";
+    c.fillRect(0, 0, width, height);
+    c.font = `${g.narrow ? 10 : 11}px system-ui, sans-serif`;
+    c.textBaseline = "middle";
+    c.fillStyle = INK;
+    c.textAlign = "center";
+    c.fillText("router", g.routerX, g.routerY - 16);
+    c.beginPath();
+    c.arc(g.routerX, g.routerY, 8, 0, 2 * Math.PI);
+    c.fill();
+    c.textAlign = "left";
+    c.fillStyle = WAIT;
+    c.fillText(g.narrow ? "queue, prefill" : "queue and prefill", g.queueX, 12);
+    c.fillText(`cache (${film.capacity.toLocaleString("en")} tokens a replica)`, g.treeX, 12);
+    c.strokeStyle = LINE;
+    c.lineWidth = 1;
+    for (let k = 0; k < film.replicas; k++) {
+      const y = g.laneY(k);
+      c.fillStyle = film.replica_colours[k];
+      c.fillRect(g.labelX - 4, y - g.lane * 0.3, 3, g.lane * 0.6);
+      c.fillStyle = INK;
+      c.fillText(g.narrow ? `${k}` : `replica ${k}`, g.labelX + 2, y);
+      c.beginPath();
+      c.arc(g.slotX, y, g.dot + 2.5, 0, 2 * Math.PI);
+      c.stroke();
+      c.strokeRect(g.treeX + 0.5, y - g.strip / 2 + 0.5, g.treeW, g.strip);
+    }
   }
 
   function draw(now = performance.now()) {
     if (!film || !width) return;
     const g = geometry();
+    drawStill(g);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(still, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, width, height);
     ctx.font = `${g.narrow ? 10 : 11}px system-ui, sans-serif`;
     ctx.textBaseline = "middle";
-    // the router
-    ctx.fillStyle = INK;
-    ctx.textAlign = "center";
-    ctx.fillText("router", g.routerX, g.routerY - 16);
-    ctx.beginPath();
-    ctx.arc(g.routerX, g.routerY, 8, 0, 2 * Math.PI);
-    ctx.fill();
     ctx.textAlign = "left";
-    ctx.fillStyle = WAIT;
-    ctx.fillText(g.narrow ? "queue, prefill" : "queue and prefill", g.queueX, 12);
-    ctx.fillText(`cache (${film.capacity.toLocaleString("en")} tokens a replica)`, g.treeX, 12);
     const cap = Math.max(1, film.capacity);
     const ease = reduced ? 1 : 0.2;
     for (let k = 0; k < film.replicas; k++) {
       const y = g.laneY(k);
-      ctx.fillStyle = film.replica_colours[k];
-      ctx.fillRect(g.labelX - 4, y - g.lane * 0.3, 3, g.lane * 0.6);
-      ctx.fillStyle = INK;
-      ctx.fillText(g.narrow ? `${k}` : `replica ${k}`, g.labelX + 2, y);
-      ctx.strokeStyle = LINE;
-      ctx.lineWidth = 1;
-      ctx.beginPath();
-      ctx.arc(g.slotX, y, g.dot + 2.5, 0, 2 * Math.PI);
-      ctx.stroke();
-      // the cache strip: capacity frame, then each leaf
-      const h = Math.max(6, g.lane * 0.55);
-      ctx.strokeRect(g.treeX + 0.5, y - h / 2 + 0.5, g.treeW, h);
+      // the cache strip: each leaf inside its frame
+      const h = g.strip;
       let x = g.treeX + 1;
       for (const i of order[k] ?? []) {
         shown[i] += (leaves[i] - shown[i]) * ease;
@@ -193,8 +220,9 @@ function setup(el) {
     // the requests, in arrival order (the k-th waiting one of a replica sits k places back in its queue)
     const r = film.requests;
     const flight = reduced ? 0 : film.flight_s * speed(), linger = film.linger_s * speed();
-    const queued = new Array(film.replicas).fill(0);
-    let followedAt = null;
+    if (queued.length !== film.replicas) queued = new Int32Array(film.replicas);
+    queued.fill(0);
+    let followed = false, followedX = 0, followedY = 0;
     for (let i = 0; i < r.arrive.length; i++) {
       if (r.arrive[i] - flight > t) break;  // arrivals are in order: none later is on screen yet
       const phase = phaseOf(i, flight, linger);
@@ -238,17 +266,21 @@ function setup(el) {
         }
       }
       ctx.globalAlpha = 1;
-      if (i === following) followedAt = [x, yy, phase];
+      if (i === following) {
+        followed = true;
+        followedX = x;
+        followedY = yy;
+      }
     }
-    const more = queued.map((q, k) => [q, k]).filter(([q]) => q * (g.dot * 2 + 2) > g.slotX - g.queueX);
     ctx.fillStyle = INK;
-    for (const [q, k] of more) ctx.fillText(`${q}`, g.queueX - 16, g.laneY(k));
-    if (followedAt) {
-      const [x, y] = followedAt;
+    for (let k = 0; k < film.replicas; k++) {  // a queue longer than its room says how long it is
+      if (queued[k] * (g.dot * 2 + 2) > g.slotX - g.queueX) ctx.fillText(String(queued[k]), g.queueX - 16, g.laneY(k));
+    }
+    if (followed) {
       ctx.strokeStyle = INK;
       ctx.lineWidth = 2;
       ctx.beginPath();
-      ctx.arc(x, y, g.dot + 4, 0, 2 * Math.PI);
+      ctx.arc(followedX, followedY, g.dot + 4, 0, 2 * Math.PI);
       ctx.stroke();
     }
     ctx.fillStyle = WAIT;

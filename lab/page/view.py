@@ -786,6 +786,7 @@ def patches(state: State, derived: Derived) -> dict:
                           "Check it, then change something: the run after your change is compared with it."},
         "main.charts": {"attrs": {"data-veiled": "true" if derived.teach.asking and mission else "false"}},
         "#landscape": {"hidden": derived.land is None},
+        ".film-first": {"hidden": mission is not None},  # the film free play shows first; a mission shows its own
     }
     bokeh.update(derived.land or teach.empty_landscape())
     p = teach.asked(mission, state.page) if derived.teach.asking else None

@@ -283,7 +283,7 @@ def _add_figures(template: pn.Template, view: dict, beside: bool) -> None:
     template.add_variable("article_figures", [(f.name, f.title) for f in ARTICLE_FIGURES])
     template.add_variable("embed_figures", EMBED_FIGURES)
     template.add_variable("figure_controls", tuple(FIGURE_CONTROLS))
-    template.add_variable("canvas_figures", {"film": film_html(view)})  # drawn by static/film.js, not Bokeh
+    template.add_variable("canvas_figures", {"film": film_html(view, compact=beside)})  # drawn by static/film.js
     template.add_variable("beside_controls", tuple(beside_names))
 
 

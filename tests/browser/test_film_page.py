@@ -4,7 +4,7 @@ Each check waits on the film's own state attributes (`data-film-*`, lab/site/fil
 """
 
 import pytest
-from conftest import READY, open_lab, open_section
+from conftest import READY, open_lab
 
 pytestmark = pytest.mark.browser
 
@@ -73,19 +73,27 @@ def test_reduced_motion_draws_no_animation_frame(browser, server):
 
 
 def test_the_film_pauses_off_screen_and_takes_up_again_on_screen(page, server):
-    open_lab(page, server, path="")  # the full page: the film sits far down, among the article's figures
-    open_section(page, "article")
-    page.locator(".film").scroll_into_view_if_needed()
+    open_lab(page, server, path="")  # the full page: the film stands first, in view with nothing opened
+    page.evaluate("window.scrollTo(0, 0)")
     page.get_by_role("button", name="Play").click()
     page.wait_for_function(f"{ATTR}.filmState === 'playing'")
-    page.evaluate("window.scrollTo(0, 0)")
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
     page.wait_for_function(f"{ATTR}.filmState === 'offscreen'")
     frames = int(attr(page, "filmFrames"))
     page.wait_for_function(READY)
     page.evaluate("() => new Promise((done) => { let n = 0; const f = () => (++n < 20 ? requestAnimationFrame(f) : done()); requestAnimationFrame(f); })")
     assert int(attr(page, "filmFrames")) == frames  # twenty page frames later, none of them the film's
-    page.locator(".film").scroll_into_view_if_needed()
+    page.evaluate("window.scrollTo(0, 0)")
     page.wait_for_function(f"{ATTR}.filmState === 'playing' && Number({ATTR}.filmFrames) > {frames}")
+
+
+def test_on_the_full_page_the_speed_and_the_moment_wait_behind_more(page, server):
+    open_lab(page, server, path="")
+    speed = page.get_by_role("slider", name="Speed")
+    assert page.get_by_role("button", name="Play").is_visible() and not speed.is_visible()
+    page.locator(".film-more > summary").click()
+    speed.wait_for(state="visible")
+    assert page.get_by_role("button", name="Follow the next request").is_visible()
 
 
 def test_a_change_gives_the_film_its_new_run(page, server):

@@ -44,8 +44,11 @@ def visible_controls(scope):
         found += [(role, el.get_attribute("aria-label") or el.inner_text().strip())
                   for el in scope.get_by_role(role).filter(visible=True).all()]
     for toggle in scope.locator("button[aria-pressed]").filter(visible=True).all():  # pressed or not (Playwright's
-        # `pressed=False` finds plain buttons too); a named group of them is one control, as a menu is
-        group = toggle.evaluate("b => b.closest('[role=group]')?.getAttribute('aria-label') ?? null")
+        # `pressed=False` finds plain buttons too); a named group of toggles only, a choice of one, is one control, as
+        # a menu is (the film's group also holds Step, an action: its toggles count one by one)
+        group = toggle.evaluate("""b => { const g = b.closest('[role=group]');
+          return g && [...g.querySelectorAll('button')].every((x) => x.hasAttribute('aria-pressed'))
+            ? g.getAttribute('aria-label') : null; }""")
         control = ("group", group) if group else ("button", toggle.inner_text().strip())
         if control not in found:
             found.append(control)
@@ -54,6 +57,12 @@ def visible_controls(scope):
 
 def shown(page, role, name):
     return page.get_by_role(role, name=name, exact=True).filter(visible=True).count() >= 1
+
+
+def on_first_screen(page, locator):
+    """Whether all of `locator`'s box is in the viewport, the page not scrolled."""
+    box, size = locator.bounding_box(), page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] and box["width"] > 0
 
 
 def summary(page, title):
@@ -72,6 +81,9 @@ def test_free_play_shows_few_controls_first_and_a_section_opened_stays_open_afte
     assert not serving.is_visible()
     assert not page.get_by_role("slider", name="Prompt (tokens)").first.is_visible()  # the article's, closed too
     assert page.get_by_role("button", name="Back to the default setup").is_visible()
+    film, ttft = page.locator(".film-canvas"), page.locator('[data-figure="ttft"] .plot')
+    assert on_first_screen(page, film) and on_first_screen(page, ttft), "the film and the main chart start in view"
+    assert shown(page, "button", "Play")
 
     summary(page, SERVING).click()  # opened as a person does
     serving.wait_for(state="visible")  # its controls are drawn once their section is on screen
@@ -99,10 +111,12 @@ def test_a_mission_shows_its_own_controls_wherever_they_wait_and_no_others(fresh
     assert sorted(visible_controls(page.locator(".controls"))) == [("checkbox", "Never forget"),
                                                                    ("slider", "Router forgets after (s)")]
     assert page.locator("#more-serving").is_hidden()  # no control of this mission waits there
+    assert page.locator(".film").is_hidden()  # free play's film: a mission shows its own things
     assert page.get_by_role("button", name="Back to the default setup").is_hidden()
 
     page.get_by_role("button", name=re.compile(r"^Free play")).first.click()
     wait_ready_with(page, "!location.hash.includes('mission=')")
+    assert page.locator(".film").is_visible()
     assert not page.locator("#more-router").evaluate("d => d.open")  # back as the player left it: closed
     assert page.locator("#more-serving").is_visible()
 
