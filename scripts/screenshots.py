@@ -150,7 +150,8 @@ def show_film_at(page, at: float) -> None:
 
 
 def shoot_film(url: str, out: Path) -> list[Path]:
-    """The request film on the full page at 1440x900 and 390x844, playing, as a reader scrolled to it sees it."""
+    """The request film on the full page at 1440x900 and 390x844, where it stands first, its More opened and a
+    request followed, as a reader who pressed Play and paused a moment later sees it."""
     written = []
     with sync_playwright() as p:
         browser = launch(p)
@@ -159,11 +160,12 @@ def shoot_film(url: str, out: Path) -> list[Path]:
             page.goto(url)
             page.wait_for_function(READY, timeout=60_000)
             show_film_at(page, 22.0)
+            page.locator(".film-more > summary").click()
             page.get_by_role("button", name="Follow the next request").click()
             page.get_by_role("button", name="Play").click()
             page.wait_for_function("Number(document.querySelector('.film').dataset.filmT) >= 23.2")
             page.get_by_role("button", name="Pause").click()
-            page.locator("[data-figure='film']").evaluate("el => el.scrollIntoView({block: 'center'})")
+            page.evaluate("window.scrollTo(0, 0)")
             written.append(out / f"film-{width}x{height}.png")
             page.screenshot(path=str(written[-1]))
             page.close()

@@ -41,7 +41,7 @@ def film_html(view: dict, compact: bool = False) -> str:
   <div class="film-tools" role="group" aria-label="Play the requests">
     <button type="button" class="film-play" aria-pressed="false">Play</button>
     <button type="button" class="film-step">Step</button>
-    <details class="film-more" data-remember="film-more"{"" if compact else " open"}><summary>More</summary><span class="film-more-tools">
+    <details class="film-more"{' data-remember="film-more"' if compact else " open"}><summary>More</summary><span class="film-more-tools">
     <label class="film-speed">Speed <input type="range" min="0" max="{len(SPEEDS) - 1}" step="1" value="1" data-speeds="{speeds}" aria-valuetext="0.25 times real time"><output>0.25×</output></label>
     <label class="film-time">Time in the run <input type="range" min="0" max="60" step="0.01" value="0" aria-valuetext="0 s"><output>0 s</output></label>
     <button type="button" class="film-follow" aria-pressed="false">Follow the next request</button>
