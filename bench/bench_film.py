@@ -1,8 +1,8 @@
 """The request film's frame rate while the worker computes a change (issue 29: 50 frames a second or more).
 
-    python bench/bench_film.py [--url http://127.0.0.1:8000/] [--seconds S]
+    python bench/bench_film.py [--url http://127.0.0.1:8000/] [--seconds S] [--only WORDS]
 
-Opens the film alone (`embed.html?figure=film`) and on the full page, at 1440x900 and 390x844 (the phone
+Opens the film alone (`embed.html?figure=film`) and on the full page (where it stands first), at 1440x900 and 390x844 (the phone
 at three device pixels a CSS pixel, and once more with its CPU slowed four times through Chrome's own
 throttling), scrolls to it and presses Play. It counts requestAnimationFrame callbacks (the film draws in
 one each while it plays) for 2 s with nothing else going on (`playing`), then for S seconds of control
@@ -69,9 +69,6 @@ def measure(browser, url: str, path: str, size: tuple[int, int], slow: int, seco
     page = context.new_page()
     page.goto(url + path)
     page.wait_for_function(READY + " && window.prefixLab.undrawn === 0", timeout=90_000)
-    closed = page.locator("details:not([open]):has(.film) > summary")
-    if closed.count():  # the film waits in a closed section: opened as a reader does
-        closed.first.click()
     page.locator(".film").scroll_into_view_if_needed()
     if slow > 1:
         page.context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": slow})
@@ -98,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url")
     parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--only", default="", help="only the cases whose name holds these words (\"full page\")")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = (None, args.url) if args.url else serve_site(Path(tmp) / "site")
@@ -106,7 +104,7 @@ def main() -> None:
                 browser = launch(p)
                 print(f"{'case':32} {'playing':>8} {'computing':>10} {'computing+applying':>19} {'worst gap':>10} "
                       f"{'changes':>8} {'compute':>8} {'film draw (median, worst)':>26}")
-                for name, path, size, slow in CASES:
+                for name, path, size, slow in (c for c in CASES if args.only in c[0]):
                     m = measure(browser, url, path, size, slow, args.seconds)
                     b = m["busy"]
                     print(f"{name:32} {m['idle']['all']:8.1f} {b['computing']:10.1f} {b['changing']:19.1f} "
