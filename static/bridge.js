@@ -14,8 +14,10 @@
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
-// firstAnswer: when the worker sent the first answer and when this thread took it up (bench/bench_page.py).
-const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
+// firstAnswer: when the worker sent the first answer and when this thread took it up; controlsDrawn: when the
+// first document holding a control was drawn, so that it can be used (bench/bench_page.py).
+const timings = { firstNumbers: null, chartsDrawn: null, controlsDrawn: null, started: null, ready: null, bootMs: null,
+  lastSent: null,
   firstAnswer: null, changes: [], draws: [], made: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
@@ -161,7 +163,11 @@ window.prefixLabEmbed = (docsJson, items) => {
     const objects = objectsOf(d.json);
     for (const model of objects.values()) {
       const { name, tags } = model.attributes;
-      for (const key of [name, ...(Array.isArray(tags) ? tags : [])]) if (typeof key === "string") holders.set(key, d);
+      for (const key of [name, ...(Array.isArray(tags) ? tags : [])]) {
+        if (typeof key !== "string") continue;
+        holders.set(key, d);
+        if (key.startsWith("ctl:")) d.controls = true;
+      }
     }
     d.json.roots.forEach((root, i) => {  // keep their room, so that what is below does not move up and get drawn too soon
       const height = roomFor(root, objects);
@@ -283,6 +289,7 @@ async function drawNext() {
     }
   }
   timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0, top, figure });
+  if (d.controls && !d.failed) timings.controlsDrawn ??= performance.now();
   drawnOnScreen();
   nameInputs(d.doc);
   if (toDraw.length) soon();
@@ -677,6 +684,7 @@ function startWorker(early = null) {
   clearTimeout(bootTimer);
   bootTimer = setTimeout(() => workerFailed(`it did not start within ${BOOT_LIMIT_MS / 1000} s`), BOOT_LIMIT_MS);
   if (!early) worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+  if (ahead?.helpers.some((helper) => helper !== null)) worker.postMessage({ type: "ahead", warm: false });
   // The URL's own state is asked for at once, behind the boot: the worker computes it the moment it can,
   // while this thread is still busy drawing the page, and the answer waits here until it is free.
   if (timings.ready === null && !inFlight && queue.length === 0) queue.push({ id: nextId++, request: {} });
@@ -778,6 +786,8 @@ function remember(key, view) {
 // never waits behind a speculative one. Not in an embed (its frames share one worker).
 let ahead = null;  // {scheduler, helpers: [worker], jobs: [job or null], log}, once the helpers are started
 let target = null;  // the control worth computing ahead for: {name, model, direction, last, pointer, live}
+let dragged = null;  // {control, track} while a pointer drags a slider
+let planning = false;  // a plan for the pointer's latest place waits for the next frame
 const AHEAD_LOG_KEPT = 400;
 
 async function startHelpers() {
@@ -823,9 +833,7 @@ function startHelper(i) {
   };
   helper.onerror = (event) => {
     event.preventDefault?.();
-    if (ahead.helpers[i] !== helper) return;
-    helper.terminate();
-    ahead.scheduler.lost(i);  // not started again: the page goes on with the helpers it has
+    if (ahead.helpers[i] === helper) helperLost(i);
   };
   helper.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
   helper.postMessage({ type: "ahead", warm: false });
@@ -840,12 +848,21 @@ function onHelperMessage(i, msg) {
     remember(job.key, msg.view);
     ahead.scheduler.finished(i, job.key);
   } else if (msg.type === "error" && msg.phase === "boot") {
-    ahead.helpers[i].terminate();
-    ahead.scheduler.lost(i);
+    helperLost(i);
   } else if (msg.type === "error" && job) {
     ahead.jobs[i] = null;
     ahead.scheduler.finished(i, job.key);
   }
+}
+
+// A helper that failed is not started again: the page goes on with the others, and with none left the
+// primary computes ahead on its own again, as it did before the helpers started.
+function helperLost(i) {
+  ahead.helpers[i].terminate();
+  ahead.helpers[i] = null;
+  ahead.jobs[i] = null;
+  ahead.scheduler.lost(i);
+  if (ahead.helpers.every((helper) => helper === null)) worker.postMessage({ type: "ahead", warm: true });
 }
 
 // The control a focus or a pointer is on: the nearest Bokeh view along `path` (an event's composed path, the
@@ -901,15 +918,15 @@ function aimAt(control, live = false, pointer = null) {
   planAhead();
 }
 
-document.addEventListener("focusin", (event) => aimAt(controlAt(event.composedPath())));
+document.addEventListener("focusin", (event) => {  // a handle dragged takes focus too: it stays a drag
+  if (!dragged) aimAt(controlAt(event.composedPath()));
+});
 document.addEventListener("focusout", (event) => {  // to another element: its focusin says where
   if (!event.relatedTarget) aimAt(null);
 });
 
 // A slider's handle dragged: the live values next to it, and the one under the pointer, from where the
 // pointer sits on the slider's track.
-let dragged = null;  // {control, track} while a pointer drags a slider
-let planning = false;
 document.addEventListener("pointerdown", (event) => {
   const path = event.composedPath();
   const track = path.find((el) => el.classList?.contains("noUi-target"));
@@ -1260,7 +1277,7 @@ if (window.parent !== window) {
 // `ahead`: the helper workers' count and the scheduler's log ([{event, helper, key, why, keys, at}]), for tests.
 window.prefixLab = {
   changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; },
-  get ahead() { return ahead && { helpers: ahead.helpers.length, log: ahead.log, remembered: answers.size }; },
+  get ahead() { return ahead && { helpers: ahead.helpers.filter(Boolean).length, log: ahead.log, remembered: answers.size }; },
   get undrawn() {
     const held = new Set([...deferred.values()].map((h) => h.d));
     return (pageDocs ?? []).filter((d) => (!d.drawn && displayed(d)) || held.has(d)).length;
