@@ -808,6 +808,7 @@ async function startHelpers() {
     helpers: count,
     now: () => performance.now(),
     defer: (fn) => setTimeout(fn),  // jobs start in a later task: a change asked for in this one goes out first
+    uselessAfterMs: 3000,  // a helper restored afresh takes about a second of CPU: worth it for a job far longer
     start: (i, job) => {
       ahead.jobs[i] = job;
       ahead.helpers[i].postMessage({ type: "view", id: nextId++, request: job.request });
@@ -987,7 +988,7 @@ function settleState() {
   } else if (!inFlight && showing === 0) {  // else the next change is being worked out, or an answer written
     if (timings.ready === null) {
       timings.ready = performance.now();
-      startHelpers();
+      idle(startHelpers);  // their boot does not compete with what comes right after `ready`
     }
     settle();
     catchUp();
