@@ -197,6 +197,25 @@ class RadixTree:
 
     # -- internals --------------------------------------------------------
     def _walk(self, keys: Sequence[Hashable], start: Node | None = None, at: int = 0) -> tuple[Node, int, int]:
+        """`_descend`, then the node it ends at filed in LRU order if it is an unlocked leaf (its stamp changed)."""
+        node, i, matched = self._descend(keys, start, at)
+        if node is not self.root and not node.children and not node.lock_ref:
+            self._push(node)
+        return node, i, matched
+
+    find = _walk  # the public name: replicas look up every request's prefix with it
+
+    def find_locked(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """`find(keys)`, then `lock` the node it ends at: what a replica does with every request it queues.
+
+        A node about to be locked is no candidate for eviction, so it is not filed in LRU order (`unlock`
+        files it when it is free again); evictions, and so the tree, are the same as `find` then `lock`.
+        """
+        node, i, matched = self._descend(keys, None, 0)
+        self.lock(node)
+        return node, i, matched
+
+    def _descend(self, keys: Sequence[Hashable], start: Node | None, at: int) -> tuple[Node, int, int]:
         """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
 
         A partly matched edge is split, so the node ends exactly at the match. The one walk that changes
@@ -228,11 +247,7 @@ class RadixTree:
         while touched is not self.root:
             touched.stamp = stamp
             touched = touched.parent  # type: ignore[assignment]
-        if node is not self.root and not node.children and not node.lock_ref:
-            self._push(node)  # its stamp changed: re-file it in LRU order
         return node, i, matched
-
-    find = _walk  # the public name: replicas look up every request's prefix with it
 
     def _split(self, node: Node, pos: int) -> Node:
         """Cut `node`'s run after `pos` keys; returns the new upper half."""
