@@ -152,7 +152,7 @@ def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc
 
 def _check_fields(obj: Any, prefix: str) -> None:
     """Check every declared field of a section on construction; store numbers in their field's type."""
-    for name, spec, kind in _checks(type(obj)):
+    for name, spec, kind in _checks(type(obj)):  # type: ignore[arg-type]  # a class is hashable
         value = getattr(obj, name)
         checked = spec.check(prefix + name, kind, value)
         if checked is not value:
