@@ -8,7 +8,8 @@ worker's normal boot from the precompiled standard library), and a bare
 `loadPyodide` of the same Pyodide with its stock standard library in a module
 worker (the yardstick of issue 18's first goal). For each: bytes transferred
 (compressed, as sent), time to the first numbers on screen (first contentful
-paint: the headline is in the HTML), to the charts drawn, and to `data-lab`
+paint: the headline is in the HTML), to the charts drawn, to the controls
+drawn (usable: a change made before `ready` is queued), and to `data-lab`
 `ready` (the simulator has computed the URL's setup).
 
 Then control changes, one at a time, each written into a widget the way a
@@ -17,7 +18,8 @@ person's input would be: the time from the change to the redrawn charts
 cache-aware replicas at 8 sessions a second; and a slider drag (live values
 at 60 a second for three seconds): how many times a second the charts follow.
 
-Then what a person does with the Replicas slider, with real input: 30 key
+Then what a person does with the Replicas slider, with real input, once the
+helper workers that compute answers ahead of time have booted: 30 key
 presses stepping it up and down (the time from the key to the headline's new
 value painted), key presses back and forth between two values whose answers
 are remembered, and a 2-second mouse drag across its whole range (how many of
@@ -139,7 +141,8 @@ def cold_load(browser, url: str, snapshot: bool = True) -> dict:
     documents = (timings.get("modelsMade") or {}).get("documents", 0)
     return {"drawn": drawn, "documents": documents, "bytes": transferred, "requests": len(sizes),
             "first": timings["firstNumbers"],
-            "charts": timings["chartsDrawn"], "ready": timings["ready"], "boot": timings["bootMs"],
+            "charts": timings["chartsDrawn"], "controls": timings["controlsDrawn"], "ready": timings["ready"],
+            "boot": timings["bootMs"],
             "answerSent": timings["firstAnswer"]["sent"], "answerTaken": timings["firstAnswer"]["taken"],
             "route": boot.get("route") or "normal", "restore": boot.get("restoreMs"), "fetch": boot.get("fetchMs"),
             "check": boot.get("checkMs"), "checkWait": boot.get("checkWaitMs"), "runtime": boot.get("runtimeMs"),
@@ -312,7 +315,14 @@ def person(browser, url: str) -> dict:
     before = set(renderers(browser))
     context, page = _ready_page(browser, url)
     page.evaluate(WATCH)
-    page.wait_for_timeout(1000)  # the page settles (the speculative workers, if any, boot)
+    helpers = 0
+    try:  # the helper workers that compute answers ahead of time (static/scheduler.mjs) boot after `ready`
+        page.wait_for_function("window.prefixLab.ahead?.log.some((e) => e.event === 'ready')", timeout=60_000)
+        helpers = page.evaluate("window.prefixLab.ahead.helpers")
+    except PlaywrightTimeout:
+        print("  (no helper worker became ready: the steps are measured without answers ahead of time)",
+              file=sys.stderr)
+    page.wait_for_timeout(1000)  # the page settles
     seen = {str(int(float(replicas_handle(page).get_attribute("aria-valuenow"))))}
     steps = key_steps(page, ["ArrowRight"] * 15 + ["ArrowLeft"] * 15)
     fresh, again = [], []
@@ -325,13 +335,15 @@ def person(browser, url: str) -> dict:
     memory = peak_mb(pids)
     context.close()
     return {"steps": [ms for ms, _ in steps], "fresh": fresh, "again": again,
-            "remembered": [ms for ms, _ in back_forth], "drag": dragged, "memory": memory, "processes": len(pids)}
+            "remembered": [ms for ms, _ in back_forth], "drag": dragged, "memory": memory, "processes": len(pids),
+            "helpers": helpers}
 
 
 def print_person(figures: dict, throttled: bool) -> None:
     steps, remembered = figures["steps"], figures["remembered"]
     target = 200 if throttled else 50
-    print(f"Replicas slider by keyboard, {len(steps)} steps (up then down), key to the headline painted:")
+    print(f"Replicas slider by keyboard, {len(steps)} steps (up then down), key to the headline painted "
+          f"({figures['helpers']} helper worker(s) computing ahead):")
     print(f"  every step              median {statistics.median(steps):4.0f} ms, p95 {p95(steps):4.0f} ms   "
           f"target: p95 under {target} ms")
     if figures["fresh"]:
@@ -393,7 +405,7 @@ def cold_loads(browser, url: str, site: Path, loads: int) -> None:
         bare.append(bare_pyodide(browser, url, site.resolve()))
     bare_ms = statistics.median(bare)
     med = {key: statistics.median(load[key] for load in snap)
-           for key in ("bytes", "first", "charts", "ready", "boot", "answerSent", "answerTaken")}
+           for key in ("bytes", "first", "charts", "controls", "ready", "boot", "answerSent", "answerTaken")}
     med_plain = {key: statistics.median(load[key] for load in plain)
                  for key in ("bytes", "first", "ready", "boot", "answerSent", "answerTaken")}
     routes = ", ".join(sorted({load["route"] for load in snap}))
@@ -409,6 +421,8 @@ def cold_loads(browser, url: str, site: Path, loads: int) -> None:
           f"load's ({med_plain['first']:.0f} ms)")
     print(f"  charts drawn              {med['charts']:6.0f} ms   (those on screen: {snap[0]['drawn']} of the page's "
           f"{snap[0]['documents']} documents drawn by `ready`, the rest when near or idle)")
+    print(f"  controls drawn            {med['controls']:6.0f} ms   target: usable before `ready` (a change made "
+          "earlier is queued and answered first)")
     print(f"  worker boot               {med['boot']:6.0f} ms   (the snapshot fetched and unzipped in "
           f"{part('fetch'):.0f} ms, beside it Pyodide's runtime started in {part('runtime'):.0f} ms; restored "
           f"{part('restore'):.0f} ms in, its pages laid into the heap in {part('heap'):.0f} ms; waiting on the "

@@ -14,8 +14,10 @@
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
-// firstAnswer: when the worker sent the first answer and when this thread took it up (bench/bench_page.py).
-const timings = { firstNumbers: null, chartsDrawn: null, started: null, ready: null, bootMs: null, lastSent: null,
+// firstAnswer: when the worker sent the first answer and when this thread took it up; controlsDrawn: when the
+// first document holding a control was drawn, so that it can be used (bench/bench_page.py).
+const timings = { firstNumbers: null, chartsDrawn: null, controlsDrawn: null, started: null, ready: null, bootMs: null,
+  lastSent: null,
   firstAnswer: null, changes: [], draws: [], made: [] };
 
 let modelIndex = null;  // tag or name -> Bokeh model
@@ -161,7 +163,11 @@ window.prefixLabEmbed = (docsJson, items) => {
     const objects = objectsOf(d.json);
     for (const model of objects.values()) {
       const { name, tags } = model.attributes;
-      for (const key of [name, ...(Array.isArray(tags) ? tags : [])]) if (typeof key === "string") holders.set(key, d);
+      for (const key of [name, ...(Array.isArray(tags) ? tags : [])]) {
+        if (typeof key !== "string") continue;
+        holders.set(key, d);
+        if (key.startsWith("ctl:")) d.controls = true;
+      }
     }
     d.json.roots.forEach((root, i) => {  // keep their room, so that what is below does not move up and get drawn too soon
       const height = roomFor(root, objects);
@@ -283,6 +289,7 @@ async function drawNext() {
     }
   }
   timings.draws.push({ index: pageDocs.indexOf(d), at: t0, ms: performance.now() - t0, top, figure });
+  if (d.controls && !d.failed) timings.controlsDrawn ??= performance.now();
   drawnOnScreen();
   nameInputs(d.doc);
   if (toDraw.length) soon();
@@ -677,6 +684,7 @@ function startWorker(early = null) {
   clearTimeout(bootTimer);
   bootTimer = setTimeout(() => workerFailed(`it did not start within ${BOOT_LIMIT_MS / 1000} s`), BOOT_LIMIT_MS);
   if (!early) worker.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+  if (ahead?.helpers.some((helper) => helper !== null)) worker.postMessage({ type: "ahead", warm: false });
   // The URL's own state is asked for at once, behind the boot: the worker computes it the moment it can,
   // while this thread is still busy drawing the page, and the answer waits here until it is free.
   if (timings.ready === null && !inFlight && queue.length === 0) queue.push({ id: nextId++, request: {} });
@@ -738,6 +746,7 @@ function pump(booting = false) {
     return;
   }
   worker.postMessage({ type: "view", id: inFlight.id, request: inFlight.request });
+  ahead?.scheduler.asked(inFlight.key);
   if (workerReady) computing();
 }
 
@@ -766,6 +775,187 @@ function remember(key, view) {
   while (answers.size > ANSWERS_KEPT) answers.delete(answers.keys().next().value);
 }
 
+// -- answers ahead of time: helper workers (static/scheduler.mjs) --------------------------
+//
+// Once the primary worker is ready, a few helper workers are started, restored from the same snapshot
+// (helperCount: one on a two-core machine). While a slider or a stepper has focus or is dragged, they
+// compute the requests the page would send next (one and two steps either side of it, and the value under
+// a dragging pointer), from the state on screen, in the order the scheduler says; a finished answer goes
+// into the answers remembered above, so reaching that value is a remembered answer, written at once. The
+// primary computes only what is asked for (its own computing ahead is turned off): an asked-for request
+// never waits behind a speculative one. Not in an embed (its frames share one worker).
+let ahead = null;  // {scheduler, helpers: [worker], jobs: [job or null], log}, once the helpers are started
+let target = null;  // the control worth computing ahead for: {name, model, direction, last, pointer, live}
+let dragged = null;  // {control, track} while a pointer drags a slider
+let planning = false;  // a plan for the pointer's latest place waits for the next frame
+const AHEAD_LOG_KEPT = 400;
+
+async function startHelpers() {
+  if (ahead || embedQuery || boot.lazy) return;
+  let scheduling;
+  try {
+    scheduling = await import("./scheduler.mjs");
+  } catch (err) {  // the page goes on without answers ahead of time
+    console.info("prefix-lab: no helper workers:", String(err));
+    return;
+  }
+  const { Scheduler, helperCount } = scheduling;
+  const count = helperCount(navigator.hardwareConcurrency, navigator.deviceMemory);
+  if (!count) return;
+  const log = [];
+  ahead = { neighbours: scheduling.neighbours, helpers: [], jobs: [], log };
+  ahead.scheduler = new Scheduler({
+    helpers: count,
+    now: () => performance.now(),
+    defer: (fn) => setTimeout(fn),  // jobs start in a later task: a change asked for in this one goes out first
+    uselessAfterMs: 3000,  // a helper restored afresh takes about a second of CPU: worth it for a job far longer
+    start: (i, job) => {
+      ahead.jobs[i] = job;
+      ahead.helpers[i].postMessage({ type: "view", id: nextId++, request: job.request });
+    },
+    replace: (i) => startHelper(i),
+    log: (event, detail) => {
+      log.push({ event, ...detail, at: performance.now() });
+      if (log.length > AHEAD_LOG_KEPT) log.splice(0, log.length - AHEAD_LOG_KEPT / 2);
+    },
+  });
+  worker.postMessage({ type: "ahead", warm: false });
+  for (let i = 0; i < count; i++) startHelper(i);
+  planAhead();
+}
+
+// Helper `i`, started afresh (a stuck one is terminated first).
+function startHelper(i) {
+  ahead.helpers[i]?.terminate();
+  ahead.jobs[i] = null;
+  const helper = ahead.helpers[i] = boot.connect(WORKER, false);
+  helper.onmessage = (event) => {
+    if (ahead.helpers[i] === helper) onHelperMessage(i, event.data);
+  };
+  helper.onerror = (event) => {
+    event.preventDefault?.();
+    if (ahead.helpers[i] === helper) helperLost(i);
+  };
+  helper.postMessage({ type: "boot", wheel: new URL(wheel, location.href).href });
+  helper.postMessage({ type: "ahead", warm: false });
+}
+
+function onHelperMessage(i, msg) {
+  const job = ahead.jobs[i];
+  if (msg.type === "ready") {
+    ahead.scheduler.ready(i);
+  } else if (msg.type === "view" && job) {
+    ahead.jobs[i] = null;
+    remember(job.key, msg.view);
+    ahead.scheduler.finished(i, job.key);
+  } else if (msg.type === "error" && msg.phase === "boot") {
+    helperLost(i);
+  } else if (msg.type === "error" && job) {
+    ahead.jobs[i] = null;
+    ahead.scheduler.finished(i, job.key);
+  }
+}
+
+// A helper that failed is not started again: the page goes on with the others, and with none left the
+// primary computes ahead on its own again, as it did before the helpers started.
+function helperLost(i) {
+  ahead.helpers[i].terminate();
+  ahead.helpers[i] = null;
+  ahead.jobs[i] = null;
+  ahead.scheduler.lost(i);
+  if (ahead.helpers.every((helper) => helper === null)) worker.postMessage({ type: "ahead", warm: true });
+}
+
+// The control a focus or a pointer is on: the nearest Bokeh view along `path` (an event's composed path, the
+// element first) whose model is a slider or a stepper (a number value and step, and a `ctl:` tag), or null.
+function controlAt(path) {
+  if (!window.Bokeh?.index) return null;
+  const found = new Map();  // element -> the control its view shows
+  for (const top of Bokeh.index) {
+    for (const view of views(top)) {
+      const model = view.model;
+      const name = (model.tags ?? []).find((t) => typeof t === "string" && t.startsWith("ctl:"));
+      if (name && typeof current(model, "step") === "number" && typeof current(model, "value") === "number") {
+        found.set(view.el, { name, model, view });
+      }
+    }
+  }
+  for (const el of path) if (found.has(el)) return found.get(el);
+  return null;
+}
+
+// Plan the helpers' jobs for the control worth computing ahead for, as the page would ask for them now (the
+// hash on screen, the progress and memo it holds); nothing when there is none, or in a state whose answers
+// are not remembered (answerKey).
+function planAhead() {
+  if (!ahead) return;
+  if (!target || !workerReady) return ahead.scheduler.clear();
+  const { name, model } = target;
+  const value = model.value;
+  if (target.last !== null && value !== target.last) target.direction = value > target.last ? 1 : -1;
+  target.last = value;
+  const start = current(model, "start") ?? current(model, "low");
+  const end = current(model, "end") ?? current(model, "high");
+  if (typeof start !== "number" || typeof end !== "number") return ahead.scheduler.clear();
+  const values = ahead.neighbours({ value, start, end, step: model.step, direction: target.direction,
+    pointer: target.pointer });
+  const jobs = [];
+  for (const v of values) {
+    const request = { controls: { [name]: v }, live: target.live, hash, progress, memo };
+    const key = answerKey(request);
+    if (key) jobs.push({ key, request });
+  }
+  ahead.scheduler.plan(jobs, (key) => answers.has(key));
+}
+
+function aimAt(control, live = false, pointer = null) {
+  if (!control) {
+    target = null;
+  } else if (target?.name !== control.name) {
+    target = { ...control, direction: 1, last: null, live, pointer };
+  } else {
+    Object.assign(target, { live, pointer });
+  }
+  planAhead();
+}
+
+document.addEventListener("focusin", (event) => {  // a handle dragged takes focus too: it stays a drag
+  if (!dragged) aimAt(controlAt(event.composedPath()));
+});
+document.addEventListener("focusout", (event) => {  // to another element: its focusin says where
+  if (!event.relatedTarget) aimAt(null);
+});
+
+// A slider's handle dragged: the live values next to it, and the one under the pointer, from where the
+// pointer sits on the slider's track.
+document.addEventListener("pointerdown", (event) => {
+  const path = event.composedPath();
+  const track = path.find((el) => el.classList?.contains("noUi-target"));
+  const control = track && controlAt(path);
+  dragged = control ? { control, track } : null;
+  if (dragged) aimAt(control, true);
+}, true);
+document.addEventListener("pointermove", (event) => {
+  if (!dragged || planning) return;
+  planning = true;
+  const { clientX } = event;
+  requestAnimationFrame(() => {  // once a frame at most
+    planning = false;
+    if (!dragged) return;
+    const { model } = dragged.control;
+    const box = dragged.track.getBoundingClientRect();
+    const share = Math.min(1, Math.max(0, (clientX - box.left) / (box.width || 1)));
+    const pointer = model.start + Math.round((share * (model.end - model.start)) / model.step) * model.step;
+    aimAt(dragged.control, true, pointer);
+  });
+}, true);
+document.addEventListener("pointerup", () => {
+  if (!dragged) return;
+  const control = dragged.control;
+  dragged = null;
+  aimAt(control.view.el.shadowRoot?.activeElement ? control : null);  // a handle keeps its focus once let go
+}, true);
+
 function computing() {
   setState("busy", "Simulating…");
   clearTimeout(workTimer);
@@ -781,6 +971,9 @@ function enqueue(request) {
   } else {
     queue.push({ id: nextId++, request });
   }
+  if (!workerReady && timings.ready === null && root.dataset.lab !== "error") {  // answered first once it is ready
+    setState("booting", "Your change is queued: the simulator is starting…");
+  }
   if (workerReady && inFlight && !inFlight.progressed && performance.now() - inFlight.sent > REPLACE_AFTER_MS) {
     workerFailed(`a newer one came while it had run ${Math.round((performance.now() - inFlight.sent) / 1000)} s`,
       { replaced: true });
@@ -793,7 +986,10 @@ function settleState() {
   if (queue.length) {
     pump();
   } else if (!inFlight && showing === 0) {  // else the next change is being worked out, or an answer written
-    if (timings.ready === null) timings.ready = performance.now();
+    if (timings.ready === null) {
+      timings.ready = performance.now();
+      idle(startHelpers);  // their boot does not compete with what comes right after `ready`
+    }
     settle();
     catchUp();
     setState("ready", "Ready: every change re-runs the same traffic in your browser.");
@@ -824,7 +1020,10 @@ async function onMessage(event) {
     showProgress(null);
     const done = inFlight;
     inFlight = null;
-    if (done && !msg.remembered) remember(done.key, msg.view);
+    if (done && !msg.remembered) {
+      remember(done.key, msg.view);
+      ahead?.scheduler.answered(done.key);
+    }
     if (done && done.epoch !== epoch) {  // the URL was edited meanwhile: its state wins
       pump();
       return;
@@ -835,7 +1034,11 @@ async function onMessage(event) {
     keep(msg.view);
     if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     showing += 1;
-    const before = writing;  // answers are written one after another, each to its event (a remembered one comes at once)
+    // The headline and the rest of the plain HTML at once, in this task (a remembered answer is taken in the
+    // task of the key that asked for it): painted in the next frame, before the charts are redrawn.
+    applyDom(msg.view.patches);
+    planAhead();  // the setups next to this one, from the state just answered
+    const before = writing;  // the charts are written one answer after another, each to its event
     let doneWriting = null;
     writing = new Promise((resolve) => { doneWriting = resolve; });
     try {
@@ -845,7 +1048,6 @@ async function onMessage(event) {
       // answered: it is worked out while this answer is written and painted, not after.
       if (workerReady) pump();
       const moving = queue.length > 0 || inFlight !== null;
-      applyDom(msg.view.patches);  // the headline first, painted before the charts are redrawn
       await nextPaint();
       const { wrote, held } = applyModels(msg.view.patches, !moving);  // a control still moving is not written back
       document.querySelector(".controls.pending")?.classList.remove("pending");
@@ -1073,8 +1275,10 @@ if (window.parent !== window) {
 
 // `undrawn`: the documents whose place is shown but not drawn yet, or drawn with changes still held (0 once
 // the whole page shows the last answer).
+// `ahead`: the helper workers' count and the scheduler's log ([{event, helper, key, why, keys, at}]), for tests.
 window.prefixLab = {
   changed, action, timings, get hash() { return hash; }, get runtime() { return runtime; },
+  get ahead() { return ahead && { helpers: ahead.helpers.filter(Boolean).length, log: ahead.log, remembered: answers.size }; },
   get undrawn() {
     const held = new Set([...deferred.values()].map((h) => h.d));
     return (pageDocs ?? []).filter((d) => (!d.drawn && displayed(d)) || held.has(d)).length;

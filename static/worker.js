@@ -363,6 +363,10 @@ function serve(port) {
       files.set(msg.key, msg.file);
       return;
     }
+    if (msg.type === "ahead") {  // the page computes ahead on helper workers (static/scheduler.mjs): this one does not
+      warmAhead = Boolean(msg.warm);
+      return;
+    }
     if (msg.type === "bye") {  // the frame gave up on this worker (it has one of its own now)
       files.clear();
       port.close();
@@ -373,6 +377,7 @@ function serve(port) {
 }
 
 let warming = 0;  // counts view requests: a chain of answers ahead of time runs until the next one comes
+let warmAhead = true;  // false once the page says its helper workers compute ahead (the "ahead" message)
 // Answers ahead of time only where a new setup is quick to simulate: a request that comes while one is being
 // worked out waits for it, and 16 replicas take about 350 ms. `setupMs`: the last answer that was not
 // remembered (one over REMEMBERED_MS), the cost of a setup like the page's now.
@@ -381,7 +386,8 @@ const REMEMBERED_MS = 20;
 let setupMs = 0;
 
 // A view request, answered once the boot has ended (a failed boot has told the frame already).
-// Then, in idle time, the answers a slider moved one step further would get (lab.page.view.prefetch_json).
+// Then, in idle time, the answers a slider moved one step further would get (lab.page.view.prefetch_json), unless
+// the page has said it computes those on helper workers ("ahead").
 async function answer(port, msg, fileSources) {
   if (msg.type !== "view") return;
   const chain = ++warming;
@@ -401,7 +407,7 @@ async function answer(port, msg, fileSources) {
     port.postMessage({ ...failure(err, "view"), id: msg.id });
     return;
   }
-  if (setupMs <= WARM_LIMIT_MS) warm(chain, fileSources, text);
+  if (warmAhead && setupMs <= WARM_LIMIT_MS) warm(chain, fileSources, text);
 }
 
 // Answers ahead of time, one per task, so that a request arriving meanwhile waits for one at most: its

@@ -12,7 +12,7 @@ the test for whatever the page did wrong meanwhile. Tests of booting, aborted
 routes, limits or embedding open their own (`page`).
 Repeated and long runs (ten loads in a row, soaks) are in bench/bench_loads.py.
 
-With pytest-xdist (scripts/test.sh: `-n auto --dist loadfile`) each worker has its own site, server, Chromium
+With pytest-xdist (scripts/test.sh: `-n auto --dist loadfile --no-loadscope-reorder`) each worker has its own site, server, Chromium
 and booted page, and runs a test file whole: its module fixtures are set up once.
 """
 

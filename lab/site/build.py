@@ -4,7 +4,7 @@ The site holds everything the browser needs, so it works offline and from
 any static server:
 
     index.html, embed.html   the pages (Panel layout, default numbers baked in)
-    bridge.*.js, worker.*.js, lab.*.css, favicon.svg   hand-written, from static/
+    bridge.*.js, worker.*.js, scheduler.*.mjs, lab.*.css, favicon.svg   hand-written, from static/
     static-*/js/             BokehJS (the bundles the page loads), from the installed bokeh package
     static-*/extensions/panel/ Panel's JS and CSS, from the installed panel package
     pyodide-*/               the Pyodide core, from node_modules (package-lock.json), with
@@ -60,7 +60,7 @@ PACKAGES = ("model", "missions", "lab")  # the sources a build is made from
 WHEEL = ("model", "missions", "lab/__init__.py", "lab/page")  # what the page runs: no build, server or CLI module
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json",
                  "package.json")
-HAND_WRITTEN = ("bridge.js", "worker.js", "film.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
+HAND_WRITTEN = ("bridge.js", "worker.js", "scheduler.mjs", "film.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
 # The BokehJS bundles the pages load: the widgets need bokeh-widgets, and Panel's own bundle will not
 # start without bokeh-tables; nothing draws with WebGL, so bokeh-gl (0.2 MB sent) is left out.
 BOKEH_BUNDLES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
@@ -413,9 +413,11 @@ def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[st
                       times=2)
     worker.write_text(_rename_in(text, "worker.js", renames), encoding="utf-8")
     names["worker.js"] = hash_file(worker).name
+    names["scheduler.mjs"] = hash_file(folder / "scheduler.mjs").name
     bridge = folder / "bridge.js"
     bridge.write_text(_rename_in(bridge.read_text(encoding="utf-8"), "bridge.js",
-                                 {'"./worker.js"': f'"./{names["worker.js"]}"'}), encoding="utf-8")
+                                 {'"./worker.js"': f'"./{names["worker.js"]}"',
+                                  '"./scheduler.mjs"': f'"./{names["scheduler.mjs"]}"'}), encoding="utf-8")
     names["bridge.js"] = hash_file(bridge).name
     return names, snapshot
 
