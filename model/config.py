@@ -25,6 +25,7 @@ Events have a compact text form for URLs and `--set`:
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -118,16 +119,18 @@ class Spec:
         if self.unbounded and (value is None or value == math.inf):
             return math.inf
         whole = kind is int
-        number = "a whole number" if whole else "a number"
-        bounds = f"from {_num_text(self.lo)} to {_num_text(self.hi)}"  # type: ignore[arg-type]
-        off = " or off" if self.off else " or none" if self.unbounded else ""
         if not _is_number(value):
-            raise ScenarioError(f"{key}: {_show(value)} is not allowed; use {number} {bounds}")
+            raise ScenarioError(f"{key}: {_show(value)} is not allowed; use {self._range(whole)}")
         if whole and isinstance(value, float) and not value.is_integer():
             raise ScenarioError(f"{key}: {_show(value)} is not a whole number; use a whole number from {self.lo} to {self.hi}")
         if not self.lo <= value <= self.hi:  # type: ignore[operator]
-            raise ScenarioError(f"{key}: {_show(value)} is out of range; use {number} {bounds}{off}")
+            off = " or off" if self.off else " or none" if self.unbounded else ""
+            raise ScenarioError(f"{key}: {_show(value)} is out of range; use {self._range(whole)}{off}")
         return int(value) if whole else float(value)
+
+    def _range(self, whole: bool) -> str:
+        """The numbers allowed, for an error message (written only when one is raised: checks run on every build)."""
+        return f"{'a whole number' if whole else 'a number'} from {_num_text(self.lo)} to {_num_text(self.hi)}"  # type: ignore[arg-type]
 
     def allowed(self, kind: type) -> str:
         """What the field allows, as `prefix-lab keys` shows it."""
@@ -149,14 +152,18 @@ def _spec(default: Any, lo: float | None = None, hi: float | None = None, *, doc
 
 def _check_fields(obj: Any, prefix: str) -> None:
     """Check every declared field of a section on construction; store numbers in their field's type."""
-    for f in dataclasses.fields(obj):
-        spec = f.metadata.get("spec")
-        if spec is None:
-            continue
-        value = getattr(obj, f.name)
-        checked = spec.check(prefix + f.name, _kind(f), value)
+    for name, spec, kind in _checks(type(obj)):  # type: ignore[arg-type]  # a class is hashable
+        value = getattr(obj, name)
+        checked = spec.check(prefix + name, kind, value)
         if checked is not value:
-            object.__setattr__(obj, f.name, checked)
+            object.__setattr__(obj, name, checked)
+
+
+@functools.cache
+def _checks(cls: type) -> tuple[tuple[str, "Spec", type], ...]:
+    """(name, spec, value type) of each declared field of a section, in order: worked out once per class, as a
+    page answer builds a scenario's sections several times."""
+    return tuple((f.name, f.metadata["spec"], _kind(f)) for f in dataclasses.fields(cls) if "spec" in f.metadata)
 
 
 # Which runs read a key, declared with it (a field's `reads`, else its section's `READS`); `model.reads.run_key`
@@ -598,8 +605,9 @@ def describe() -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache
 def field_of(key: str) -> dataclasses.Field:
-    """The dataclass field behind a dotted key, or a ScenarioError naming the known keys."""
+    """The dataclass field behind a dotted key, or a ScenarioError naming the known keys (found once per key)."""
     if key not in KEYS:
         near = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.6)
         hint = f"did you mean {near[0]}?" if near else "known keys: " + ", ".join(KEYS)

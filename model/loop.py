@@ -66,5 +66,17 @@ class EventLoop:
             self.now = time
             action(*args)
 
+    def run_noting(self, until: float, clock: Any, values: Any, times: list[float]) -> None:
+        """`run(until)`, appending `clock.now` to `values` and the event's time to `times` after each event: how a
+        caller follows a counter the actions move (`model.studies.tree`: the trees' shared clock) at no call per event."""
+        heap, pop = self._heap, heapq.heappop
+        note, when = values.append, times.append
+        while heap and heap[0][0] <= until:
+            time, _, _, action, args = pop(heap)
+            self.now = time
+            action(*args)
+            note(clock.now)
+            when(time)
+
     def __len__(self) -> int:
         return len(self._heap)

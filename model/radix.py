@@ -47,12 +47,12 @@ class Node:
 
     __slots__ = ("parent", "children", "keys", "sizes", "tokens", "lock_ref", "stamp", "alive")
 
-    def __init__(self, parent: "Node | None", keys: tuple, sizes: tuple, stamp: int) -> None:
+    def __init__(self, parent: "Node | None", keys: tuple, sizes: tuple, stamp: int, tokens: int) -> None:
         self.parent = parent
         self.children: dict[Hashable, Node] = {}  # first key of the child's run -> child
         self.keys = keys
         self.sizes = sizes
-        self.tokens = sum(sizes)
+        self.tokens = tokens  # sum(sizes), which the caller has worked out
         self.lock_ref = 0  # queued or running requests using this node
         self.stamp = stamp  # recency: the tree's counter at the last touch
         self.alive = True  # False once evicted (stale heap entries check it)
@@ -69,7 +69,7 @@ class RadixTree:
         if capacity < 0:
             raise ValueError(f"capacity must be 0 or more tokens, got {capacity}")
         self.capacity = capacity
-        self.root = Node(None, (), (), 0)
+        self.root = Node(None, (), (), 0, 0)
         self.root.lock_ref = 1  # the root is never a candidate for eviction
         self.total_tokens = 0
         self.locked_tokens = 0
@@ -144,7 +144,7 @@ class RadixTree:
             return node, 0
         clock = self.clock
         clock.now += 1
-        leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), clock.now)
+        leaf = Node(node, tuple(keys[i:end]), tuple(sizes[i:end]), clock.now, added)
         node.children[keys[i]] = leaf
         if node is self.root and self.heads is not None:
             self.heads.add(keys[i], self.bit)
@@ -197,6 +197,25 @@ class RadixTree:
 
     # -- internals --------------------------------------------------------
     def _walk(self, keys: Sequence[Hashable], start: Node | None = None, at: int = 0) -> tuple[Node, int, int]:
+        """`_descend`, then the node it ends at filed in LRU order if it is an unlocked leaf (its stamp changed)."""
+        node, i, matched = self._descend(keys, start, at)
+        if node is not self.root and not node.children and not node.lock_ref:
+            self._push(node)
+        return node, i, matched
+
+    find = _walk  # the public name: replicas look up every request's prefix with it
+
+    def find_locked(self, keys: Sequence[Hashable]) -> tuple[Node, int, int]:
+        """`find(keys)`, then `lock` the node it ends at: what a replica does with every request it queues.
+
+        A node about to be locked is no candidate for eviction, so it is not filed in LRU order (`unlock`
+        files it when it is free again); evictions, and so the tree, are the same as `find` then `lock`.
+        """
+        node, i, matched = self._descend(keys, None, 0)
+        self.lock(node)
+        return node, i, matched
+
+    def _descend(self, keys: Sequence[Hashable], start: Node | None, at: int) -> tuple[Node, int, int]:
         """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
 
         A partly matched edge is split, so the node ends exactly at the match. The one walk that changes
@@ -228,16 +247,12 @@ class RadixTree:
         while touched is not self.root:
             touched.stamp = stamp
             touched = touched.parent  # type: ignore[assignment]
-        if node is not self.root and not node.children and not node.lock_ref:
-            self._push(node)  # its stamp changed: re-file it in LRU order
         return node, i, matched
-
-    find = _walk  # the public name: replicas look up every request's prefix with it
 
     def _split(self, node: Node, pos: int) -> Node:
         """Cut `node`'s run after `pos` keys; returns the new upper half."""
         parent = node.parent
-        upper = Node(parent, node.keys[:pos], node.sizes[:pos], node.stamp)
+        upper = Node(parent, node.keys[:pos], node.sizes[:pos], node.stamp, sum(node.sizes[:pos]))
         upper.lock_ref = node.lock_ref  # the same requests hold both halves
         upper.children[node.keys[pos]] = node
         parent.children[node.keys[0]] = upper  # type: ignore[union-attr]

@@ -783,7 +783,7 @@ function remember(key, view) {
 // a dragging pointer), from the state on screen, in the order the scheduler says; a finished answer goes
 // into the answers remembered above, so reaching that value is a remembered answer, written at once. The
 // primary computes only what is asked for (its own computing ahead is turned off): an asked-for request
-// never waits behind a speculative one. Not in an embed (its frames share one worker).
+// does not wait behind a speculative one. Not in an embed (its frames share one worker).
 let ahead = null;  // {scheduler, helpers: [worker], jobs: [job or null], log}, once the helpers are started
 let target = null;  // the control worth computing ahead for: {name, model, direction, last, pointer, live}
 let dragged = null;  // {control, track} while a pointer drags a slider

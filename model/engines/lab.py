@@ -321,19 +321,20 @@ def _series(bins: _Bins, busy: list[list[float]], backlog: list[list[float]], bi
         hit.append(ratio(cached, prompt))
         p50.append(percentile(ttfts, 50))
         p99.append(percentile(ttfts, 99))
-
+    counts = tuple(len(ttfts) for ttfts in bins.ttfts)
+    running = tuple(tuple(row) for row in kv[0])  # lab mode: prefixes locked by queued and running requests
     return Series(
         bin_s=round(bin_s, 6),
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
-        requests=tuple(len(ttfts) for ttfts in bins.ttfts),
+        requests=counts,
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
-        replica_load=tuple(tuple(round(min(1.0, x / bin_s), 4) for x in row) for row in busy),
+        replica_load=tuple(tuple(round(x / bin_s if x < bin_s else 1.0, 4) for x in row) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
-        kv_running_tokens=tuple(tuple(row) for row in kv[0]),  # lab mode: prefixes locked by queued and running
+        kv_running_tokens=running,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),
-        kv_pinned_tokens=tuple(tuple(row) for row in kv[0]),
+        kv_pinned_tokens=running,
         evicted_tokens=per_bin(kv[2]),
-        requests_configured=tuple(len(ttfts) for ttfts in bins.ttfts),
+        requests_configured=counts,
         tpot_p99_ms=(None,) * BINS,
         stall_p99_ms=(None,) * BINS,
     )

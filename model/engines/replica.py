@@ -103,8 +103,7 @@ class Replica:
         self.last_routed = request.id
         lock, at, matched = None, 0, 0
         if self.cache:
-            lock, at, matched = self.tree.find(request.keys)
-            self.tree.lock(lock)
+            lock, at, matched = self.tree.find_locked(request.keys)
         if self.timing is None:
             estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
         else:
@@ -125,8 +124,7 @@ class Replica:
             self.queued_work_s = 0.0  # no float residue on an empty queue
         if self.cache and served.waited:  # the tree grew while it waited: match again, move the lock
             old = served.lock
-            served.lock, served.lock_keys, served.cached_tokens = self.tree.find(served.request.keys)
-            self.tree.lock(served.lock)
+            served.lock, served.lock_keys, served.cached_tokens = self.tree.find_locked(served.request.keys)
             self.tree.unlock(old)  # type: ignore[arg-type]
         served.start_s = now
         cached = served.cached_tokens

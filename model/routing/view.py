@@ -169,7 +169,8 @@ class View:
 
     def backlog(self, i: int) -> float:
         """Seconds of work ahead of the request on replica `i`."""
-        return self.backlogs()[i]
+        b = self._backlogs
+        return (self.backlogs() if b is None else b)[i]
 
     def backlogs(self) -> list[float]:
         """`backlog(i)` of every replica, in index order (worked out once per decision)."""
@@ -200,7 +201,8 @@ class View:
         least = min(b)
         if b.count(least) == 1:
             return b.index(least)
-        return self._tie_break([i for i, x in enumerate(b) if x == least])
+        # the least (backlog, last routed, index) in one pass of C: idle replicas tie at 0 on most requests
+        return min(zip(b, [r.last_routed for r in self.replicas], range(len(b))))[2]
 
     def fewest_in_flight(self) -> int:
         """The replica with the fewest requests in flight (ties: as `least_loaded`)."""
@@ -213,19 +215,9 @@ class View:
         top = max(matched)
         if matched.count(top) == 1:
             return matched.index(top)
-        tied = [i for i, m in enumerate(matched) if m == top]
-        if len(tied) > 1:
-            b = self.backlogs()
-            least = min(b[i] for i in tied)
-            tied = [i for i in tied if b[i] == least]
-        return self._tie_break(tied)
-
-    def _tie_break(self, tied: list[int]) -> int:
-        """Of replicas tied on what the router compares, the one routed to least recently, then the lowest index."""
-        if len(tied) == 1:
-            return tied[0]
-        replicas = self.replicas
-        return min([(replicas[i].last_routed, i) for i in tied])[1]  # no key function: no call per replica
+        b, replicas = self.backlogs(), self.replicas
+        # of the tied, the least (backlog, last routed, index): no key function, no call per replica
+        return min([(b[i], replicas[i].last_routed, i) for i, m in enumerate(matched) if m == top])[2]
 
 
 

@@ -91,23 +91,25 @@ def generate(scenario: Scenario, limit: int | None = None) -> list[Request]:
     affinities: dict[int, str] = {}  # system prompt -> its affinity text
     requests = []
     make = tuple.__new__  # Request(...) without its Python-level __new__: a run makes thousands
+    dynamic_text, system_tokens, dynamic_tokens = scenario.dynamic_text, t.system_tokens, t.dynamic_tokens
     for rid, (at, session, turn, prompt, user, answer) in enumerate(raw):
-        mode = "top" if at >= first_timestamp else scenario.dynamic_text
+        mode = "top" if at >= first_timestamp else dynamic_text
         past_keys, past_sizes, past_tokens = history.get(session, ((), (), 0))
         user_key, answer_key = ("user", session, turn), ("answer", session, turn)
         if mode == "top":
             head_keys, head_sizes = _system_segments(prompt, t, ("dyn", rid))
             cacheable = t.dynamic_at  # nothing after the timestamp can match
         else:
-            if prompt not in plain_heads:
-                plain_heads[prompt] = _system_segments(prompt, t, None)
-            head_keys, head_sizes = plain_heads[prompt]
-            cacheable = t.system_tokens + past_tokens
+            head = plain_heads.get(prompt)
+            if head is None:
+                head = plain_heads[prompt] = _system_segments(prompt, t, None)
+            head_keys, head_sizes = head
+            cacheable = system_tokens + past_tokens
         keys = head_keys + past_keys + (user_key,)
         sizes = head_sizes + past_sizes + (user,)
         if mode == "bottom":
-            keys, sizes = keys + (("dyn", rid),), sizes + (t.dynamic_tokens,)
-        prompt_tokens = t.system_tokens + past_tokens + user + (t.dynamic_tokens if mode != "none" else 0)
+            keys, sizes = keys + (("dyn", rid),), sizes + (dynamic_tokens,)
+        prompt_tokens = system_tokens + past_tokens + user + (dynamic_tokens if mode != "none" else 0)
         history[session] = (past_keys + (user_key, answer_key), past_sizes + (user, answer), past_tokens + user + answer)
         affinity = affinities.get(prompt)
         if affinity is None:
@@ -161,7 +163,7 @@ def sessions(scenario: Scenario, limit: int | None = None) -> Iterator[Session]:
                           t.gap_min_s + random_() * gap_span))
             if random_() >= p_next:
                 break
-        surging = any(a <= start < b for a, b in surges)
+        surging = surges and any(a <= start < b for a, b in surges)  # most setups have no surge
         cum = surge_cum if surging else normal_cum
         yield Session(session, start, bisect_left(cum, pick * cum[-1]), tuple(turns))
 

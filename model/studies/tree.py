@@ -108,7 +108,6 @@ def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: floa
     loop, replicas = run.loop, run.replicas
     end = float("inf") if at_s is None else max(0.0, at_s)
     prefixes = _Prefixes()
-    before: list[dict[int, tuple[Hashable, int]]] | None = None
 
     # Every tree reads one shared clock from here on (each still evicts in its own order: model/radix.py),
     # so after every event one number says how far all of them have got, noted with the event's time: a
@@ -123,15 +122,10 @@ def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: floa
     tick_times: list[float] = []
 
     since = (end if at_s is not None else scenario.duration_s) - recent
-    while (time := loop.peek()) is not None and time <= end:  # where `run(until)` would stop
-        if before is None and time > since:
-            before = [prefixes.cached(r.tree) for r in replicas]
-        loop.step()
-        ticks.append(clock.now)
-        tick_times.append(time)
+    loop.run_noting(min(since, end), clock, ticks, tick_times)  # the trees as they were `recent` before the end
+    before = [prefixes.cached(r.tree) for r in replicas]
+    loop.run_noting(end, clock, ticks, tick_times)
     now = loop.now if at_s is None else end
-    if before is None:
-        before = [prefixes.cached(r.tree) for r in replicas]
     return tuple(_snapshot(r.index, r.tree, now, recent, before[r.index], prefixes, tick_times, ticks)
                  for r in replicas)
 

@@ -28,7 +28,8 @@ class CacheAware(Policy, key='cache_aware', label='Cache-aware',
         if self.threshold is None:
             return best
         least = view.least_loaded()
-        if view.backlog(best) - view.backlog(least) > self.threshold:
+        b = view.backlogs()
+        if b[best] - b[least] > self.threshold:
             return least
         return best
 

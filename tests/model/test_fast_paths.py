@@ -1,0 +1,112 @@
+"""The core's fast paths give the answers of the plain rules they replace, on random inputs.
+
+The plain rules are written here, not in the model: a tree that files every walked leaf and then locks it,
+routers that sort the whole fleet by a key function, and a loop stepped one event at a time.
+"""
+
+import random
+
+from helpers import fleet, request
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.loop import ARRIVE, EventLoop
+from model.radix import Clock, RadixTree
+from model.routing.view import View
+
+
+def shape(tree: RadixTree) -> list:
+    """Each node by its path, with its sizes, locks and stamp."""
+    out, stack = [], [((), tree.root)]
+    while stack:
+        path, node = stack.pop()
+        for child in node.children.values():
+            out.append((path + child.keys, child.sizes, child.lock_ref, child.stamp))
+            stack.append((path + child.keys, child))
+    return sorted(out, key=repr)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32), st.integers(30, 300))
+def test_find_locked_caches_and_evicts_as_find_then_lock(seed, capacity):
+    rng = random.Random(seed)
+    plain, fast = RadixTree(capacity), RadixTree(capacity)
+    locks: list[tuple[object, object]] = []
+    for _ in range(200):
+        if locks and rng.random() < 0.35:
+            a, b = locks.pop(rng.randrange(len(locks)))
+            plain.unlock(a)
+            fast.unlock(b)
+            continue
+        keys = (("head", rng.randrange(3)),) + tuple(("turn", rng.randrange(4), k) for k in range(rng.randrange(5)))
+        sizes = tuple(rng.randrange(1, 30) for _ in keys)
+        if rng.random() < 0.5:
+            a, at_a, got_a = plain.find(keys)
+            plain.lock(a)
+            b, at_b, got_b = fast.find_locked(keys)
+            assert (at_a, got_a) == (at_b, got_b)
+            locks.append((a, b))
+        else:
+            assert plain.insert(keys, sizes)[1] == fast.insert(keys, sizes)[1]
+        fast.check_invariants()
+        assert shape(plain) == shape(fast)
+        assert (plain.total_tokens, plain.locked_tokens, plain.evicted_tokens) == (
+            fast.total_tokens, fast.locked_tokens, fast.evicted_tokens)
+
+
+def least_loaded_rule(view: View) -> int:
+    """Least backlog, then least recently routed, then lowest index."""
+    reps = view.replicas
+    return min(range(len(reps)), key=lambda i: (reps[i].backlog(view.now), reps[i].last_routed, i))
+
+
+def longest_match_rule(view: View) -> int:
+    """Longest match in the tree, then as `least_loaded_rule`."""
+    reps = view.replicas
+    return min(range(len(reps)), key=lambda i: (-reps[i].tree.peek(view.request.keys), reps[i].backlog(view.now),
+                                                reps[i].last_routed, i))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 16))
+def test_least_loaded_and_longest_match_follow_their_rules(seed, n):
+    rng = random.Random(seed)
+    reps = fleet(n)
+    for r in reps:
+        r.busy_until = rng.choice([0.0, 0.0, 0.5, 1.0, rng.random()])  # ties at 0 (idle) and at equal loads
+        r.queued_work_s = rng.choice([0.0, 0.0, 0.25])
+        r.last_routed = rng.randrange(-1, 4)
+        for _ in range(rng.randrange(3)):
+            r.tree.insert(*request(0, ["s"] + [f"t{k}" for k in range(rng.randrange(4))])[5:7])
+    prompt = request(9, ["s"] + [f"t{k}" for k in range(rng.randrange(5))])
+    now = rng.choice([0.0, 0.3])
+    assert View(prompt, reps, now).least_loaded() == least_loaded_rule(View(prompt, reps, now))
+    assert View(prompt, reps, now).longest_match() == longest_match_rule(View(prompt, reps, now))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3)), max_size=40), st.integers(0, 25))
+def test_run_noting_notes_the_counter_after_each_event_as_stepping_does(events, until):
+    def loop_of(clock: Clock) -> EventLoop:
+        loop = EventLoop()
+
+        def act(bumps: int) -> None:
+            clock.now += bumps
+            if bumps == 3 and loop.now < 30:
+                loop.at(loop.now + 1, ARRIVE, act, 1)  # an action that schedules another
+
+        for time, bumps in events:
+            loop.at(float(time), ARRIVE, act, bumps)
+        return loop
+
+    plain_clock, fast_clock = Clock(), Clock()
+    plain, fast = loop_of(plain_clock), loop_of(fast_clock)
+    values, times = [], []
+    while (time := plain.peek()) is not None and time <= until:
+        plain.step()
+        values.append(plain_clock.now)
+        times.append(time)
+    got_values: list[int] = []
+    got_times: list[float] = []
+    fast.run_noting(until, fast_clock, got_values, got_times)
+    assert (got_values, got_times, fast.now, len(fast)) == (values, times, plain.now, len(plain))
