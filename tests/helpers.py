@@ -23,6 +23,19 @@ def fleet(n, capacity=10_000, cache=True, overhead_s=0.015, tokens_per_s=10_000.
     return [Replica(i, capacity, cache, overhead_s, tokens_per_s) for i in range(n)]
 
 
+def tree_nodes(tree, stamps=True):
+    """Each node of a radix tree by its path, with its sizes, locks and (with `stamps`) its recency stamp, sorted:
+    what two trees built two ways must agree on."""
+    out, stack = [], [((), tree.root)]
+    while stack:
+        path, node = stack.pop()
+        for child in node.children.values():
+            here = path + child.keys
+            out.append((here, child.sizes, child.lock_ref) + ((child.stamp,) if stamps else ()))
+            stack.append((here, child))
+    return sorted(out, key=repr)
+
+
 def busy(replica, seconds, now=0.0):
     """Make `replica` look `seconds` busy at `now`."""
     replica.busy_until = now + seconds

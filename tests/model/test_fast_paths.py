@@ -6,24 +6,13 @@ routers that sort the whole fleet by a key function, and a loop stepped one even
 
 import random
 
-from helpers import fleet, request
+from helpers import fleet, request, tree_nodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.loop import ARRIVE, EventLoop
 from model.radix import Clock, RadixTree
 from model.routing.view import View
-
-
-def shape(tree: RadixTree) -> list:
-    """Each node by its path, with its sizes, locks and stamp."""
-    out, stack = [], [((), tree.root)]
-    while stack:
-        path, node = stack.pop()
-        for child in node.children.values():
-            out.append((path + child.keys, child.sizes, child.lock_ref, child.stamp))
-            stack.append((path + child.keys, child))
-    return sorted(out, key=repr)
 
 
 @settings(max_examples=80, deadline=None)
@@ -49,7 +38,7 @@ def test_find_locked_caches_and_evicts_as_find_then_lock(seed, capacity):
         else:
             assert plain.insert(keys, sizes)[1] == fast.insert(keys, sizes)[1]
         fast.check_invariants()
-        assert shape(plain) == shape(fast)
+        assert tree_nodes(plain) == tree_nodes(fast)
         assert (plain.total_tokens, plain.locked_tokens, plain.evicted_tokens) == (
             fast.total_tokens, fast.locked_tokens, fast.evicted_tokens)
 

@@ -3,6 +3,7 @@ the tree as caching it from the root does, splits and evictions in between inclu
 
 import random
 
+from helpers import tree_nodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,15 +12,7 @@ from model.radix import RadixTree
 
 def shape(tree: RadixTree) -> tuple:
     """Everything a later operation can see of `tree`: each node by its path, with its tokens, stamp and locks."""
-    out = []
-    stack = [((), tree.root)]
-    while stack:
-        path, node = stack.pop()
-        for child in node.children.values():
-            here = path + child.keys
-            out.append((here, child.sizes, child.stamp, child.lock_ref))
-            stack.append((here, child))
-    return (sorted(out, key=repr), tree.total_tokens, tree.locked_tokens, tree.evicted_tokens, tree.clock.now)
+    return (tree_nodes(tree), tree.total_tokens, tree.locked_tokens, tree.evicted_tokens, tree.clock.now)
 
 
 def prompt(rng: random.Random) -> tuple[tuple, tuple]:
