@@ -926,6 +926,21 @@ document.addEventListener("focusout", (event) => {  // to another element: its f
   if (!event.relatedTarget) aimAt(null);
 });
 
+// Home and End on a slider's handle: noUiSlider, under Bokeh's sliders, takes them to the ends the slider was
+// built with, even once its range was stretched (a trace's, a link's value outside it). The page takes those
+// two keys and sets the slider's own ends, moving it as a key does (live, then settled).
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Home" && event.key !== "End") return;
+  const path = event.composedPath();
+  const control = path.some((el) => el.classList?.contains("noUi-handle")) ? controlAt(path) : null;
+  if (!control || control.model.disabled) return;
+  event.preventDefault();
+  event.stopPropagation();  // before the handle's own listener
+  const to = event.key === "End" ? control.model.end : control.model.start;
+  control.model.value = to;
+  control.model.value_throttled = to;
+}, true);
+
 // A slider's handle dragged: the live values next to it, and the one under the pointer, from where the
 // pointer sits on the slider's track.
 document.addEventListener("pointerdown", (event) => {

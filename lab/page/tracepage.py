@@ -13,13 +13,14 @@ page's budget: the first ones of a longer trace, said in a notice that gives
 the command for all of them). The summary adds the trace's reuse ceiling,
 the hit rate of one cache with no limit (`model.trace_reuse`).
 
-Standard library and `model` only: this runs in the browser too.
+Standard library, `model` and the page's controls: this runs in the browser too.
 """
 
 import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
+from lab.page.controls import CONTROLS
 from model import BLOCK_TOKENS, PRESETS, Result, Scenario, TraceReuse, replay, trace_reuse
 
 __all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "as_bytes", "command", "mission_file", "replay_source",
@@ -136,5 +137,11 @@ def fit_html(scenario: Scenario, r: Result) -> str:
     if not said:
         return ""
     return ('<p class="trace-fit">' + html.escape(" ".join(said)) + " More Prefix memory per replica and more "
-            "Replicas bring the fleet toward the reuse ceiling; a trace like this one may need more than the "
-            "sliders reach, which the address takes (for example <code>fleet.memory_gb=64</code>).</p>")
+            "Replicas bring the fleet toward the reuse ceiling: while a trace plays, their sliders reach further "
+            f"(up to {_reach('fleet.memory_gb'):g} GB and {_reach('fleet.replicas'):g} replicas), and the address "
+            "takes more still (for example <code>fleet.memory_gb=512</code>).</p>")
+
+
+def _reach(key: str) -> float:
+    """Where `key`'s slider ends while a trace plays."""
+    return next(c.range_for(True)[1] for c in CONTROLS if c.key == key)

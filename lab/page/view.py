@@ -287,7 +287,7 @@ def _neighbours(request: Mapping[str, Any], files: Any) -> list[str]:
     if answered is None:  # not the request just answered (or already pushed out): nothing to go on
         return []
     reply = json.loads(answered)
-    start, end, step = control.range
+    start, end, step = control.range_for("trace" in state.page)
     was = _read_hash(str(request.get("hash") or "")).scenario.get(control.key)
     sides = (step, -step) if not isinstance(was, (int, float)) or raw >= was else (-step, step)
     out = []
@@ -740,7 +740,7 @@ def patches(state: State, derived: Derived) -> dict:
     allowed = None if mission is None else frozenset(mission.controls)
     events_allowed = allowed is None or "events" in allowed
     bokeh = {
-        **control_patches(scenario, allowed),
+        **control_patches(scenario, allowed, traced="trace" in state.page),  # the player's own trace
         **event_input_patches(state.used),
         **{f"act:{kind}": {"disabled": not events_allowed} for kind in EVENT_NAMES},
         "box:events": {"visible": events_allowed},

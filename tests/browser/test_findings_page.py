@@ -100,8 +100,14 @@ def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme(fr
     ticks = page.evaluate("""Bokeh.documents.flatMap(d => [...d.all_models])
         .filter(m => m.type === 'NumeralTickFormatter').length""")
     assert ticks > 0  # the charts' linear axes write plain numbers, never 5.000e+5
+    replicas = page.get_by_role("slider", name="Replicas")
+    assert replicas.get_attribute("aria-valuemax").startswith("64")  # a trace's regime is within reach
+    press(page, replicas, "End")  # the stretched end, not the one the slider was built with
+    assert "fleet.replicas=64" in page.evaluate("location.hash") and "trace=mine.jsonl" in page.evaluate("location.hash")
+    press(page, replicas, "Home")
     page.get_by_role("button", name="Back to the lab's traffic").click()
     page.wait_for_function(f"({READY}) && !location.hash.includes('trace=')", timeout=30_000)
+    assert replicas.get_attribute("aria-valuemax").startswith("16")  # the lab's chats need no more
 
 
 def test_a_split_serving_fleet_is_named_in_peoples_words_and_every_menu_choice_explained(fresh_lab):

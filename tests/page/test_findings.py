@@ -134,6 +134,10 @@ def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme():
     said = html.unescape(re.sub(r"<[^>]+>", "", answer["patches"]["dom"]["#trace-summary"]["html"]))
     assert answer["summary"]["hit_rate"] < 0.05 and answer["summary"]["ttft_p50_ms"] > 10_000
     assert "longer than a replica's whole prefix cache (32,768 tokens in 4 GB)" in said
-    assert "requests queue" in said and "fleet.memory_gb=64" in said
+    assert "requests queue" in said and "up to 128 GB and 64 replicas" in said
+    sliders = answer["patches"]["bokeh"]
+    assert (sliders["ctl:fleet.memory_gb"]["end"], sliders["ctl:fleet.replicas"]["end"]) == (128, 64)
     roomy = view.handle({"hash": "fleet.memory_gb=1024&fleet.replicas=16&trace=mine.jsonl"}, {"user": source})
     assert "longer than a replica's whole prefix cache" not in roomy["patches"]["dom"]["#trace-summary"]["html"]
+    lab = view.handle({"hash": answer["hash"], "action": {"type": "trace_off"}}, {"user": source})["patches"]["bokeh"]
+    assert (lab["ctl:fleet.memory_gb"]["end"], lab["ctl:fleet.replicas"]["end"]) == (16, 16)  # the lab's chats
