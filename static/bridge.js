@@ -393,7 +393,7 @@ function current(model, prop) {
 // `controlsToo` is false while more changes are queued or one is being worked out: writing an older state
 // into the widgets then would pull a slider back from under the person dragging it.
 // Returns how many Bokeh models it wrote and how many it held (timings.changes[].written, .held). A drawn
-// chart more than a screen away from the viewport is not redrawn at once: its changes are held until it
+// chart (never a control) more than a screen away from the viewport is not redrawn at once: its changes are held until it
 // comes near (`release`) or, once the answers have settled, the browser is idle (`catchUp`): a change costs
 // what the reader sees, and a slider dragged redraws only the charts in view.
 // The headline, the notices and the other plain HTML of an answer: cheap to write, so written first and
@@ -458,7 +458,7 @@ function writeModels(bokeh, controlsToo) {
     }
     if (!Object.keys(changes).length) continue;
     const d = docOf.get(model.document);
-    if (d?.drawn && !near(d)) {
+    if (d?.drawn && !near(d) && !name.startsWith("ctl:")) {  // a control is cheap, and its keys read its model
       deferred.set(name, { model, d, changes: { ...deferred.get(name)?.changes, ...changes } });
       held += 1;
     } else {

@@ -91,9 +91,18 @@ def test_your_own_trace_on_the_default_fleet_says_why_its_numbers_are_extreme(fr
     trace = tmp_path / "mine.jsonl"
     with open(TRACES / "conversation_trace.jsonl", "rb") as f:
         trace.write_bytes(b"".join(next(f) for _ in range(1500)))
-    open_section(page, "own-traffic")  # as a person does, before choosing a file
+    open_section(page, "own-traffic")  # as a person does, before choosing a file, far below the fleet's sliders
+    page.evaluate("""() => {  // the Replicas slider's end at the moment the trace's answer is ready, not later
+        const root = document.documentElement;
+        new MutationObserver(() => {
+            if (root.dataset.lab !== 'ready' || !location.hash.includes('trace=')) return;
+            const m = Bokeh.documents.flatMap(d => [...d.all_models]).find(m => (m.tags ?? []).includes('ctl:fleet.replicas'));
+            window.__endAtReady ??= m.end;
+        }).observe(root, { attributes: true, attributeFilter: ['data-lab'] });
+    }""")
     page.get_by_label("Choose a trace file").set_input_files(str(trace))
     page.wait_for_function(f"({READY}) && location.hash.includes('trace=mine.jsonl')", timeout=60_000)
+    assert page.evaluate("window.__endAtReady") == 64  # written with the answer, never held back like a chart
     summary = page.locator("#trace-summary").inner_text()
     assert "longer than a replica's whole prefix cache (32,768 tokens in 4 GB)" in summary
     assert "requests queue" in summary
