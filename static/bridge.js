@@ -393,9 +393,10 @@ function current(model, prop) {
 // `controlsToo` is false while more changes are queued or one is being worked out: writing an older state
 // into the widgets then would pull a slider back from under the person dragging it.
 // Returns how many Bokeh models it wrote and how many it held (timings.changes[].written, .held). A drawn
-// chart (never a control) more than a screen away from the viewport is not redrawn at once: its changes are held until it
+// chart more than a screen away from the viewport is not redrawn at once: its changes are held until it
 // comes near (`release`) or, once the answers have settled, the browser is idle (`catchUp`): a change costs
-// what the reader sees, and a slider dragged redraws only the charts in view.
+// what the reader sees, and a slider dragged redraws only the charts in view. A control is written at once
+// wherever it is: its keys (Home, End) read its model.
 // The headline, the notices and the other plain HTML of an answer: cheap to write, so written first and
 // painted before the charts are (see onMessage), so that a remembered answer reaches the headline in a frame.
 function applyDom(patches) {
@@ -653,7 +654,8 @@ function keep(view) {
 // same when their own limits run out. The per-change work is bounded in Python (lab/page/view.py
 // counts requests against its budget); these limits catch what that cannot: a boot that does
 // not end, a worker that dies, a machine far slower than planned.
-// `window.prefixLabLimits` (set before the page loads) may shorten them, for tests.
+// `window.prefixLabLimits` (set before the page loads) may shorten them, for tests, and say how many helper
+// workers to start (`helpers`: see startHelpers).
 const limits = window.prefixLabLimits ?? {};
 const BOOT_LIMIT_MS = limits.bootMs ?? 45_000;  // a boot taking longer has failed
 const WORK_LIMIT_MS = limits.workMs ?? 20_000;  // one change computing longer is stopped, its worker replaced
@@ -800,7 +802,7 @@ async function startHelpers() {
     return;
   }
   const { Scheduler, helperCount } = scheduling;
-  const count = helperCount(navigator.hardwareConcurrency, navigator.deviceMemory);
+  const count = limits.helpers ?? helperCount(navigator.hardwareConcurrency, navigator.deviceMemory);
   if (!count) return;
   const log = [];
   ahead = { neighbours: scheduling.neighbours, helpers: [], jobs: [], log };

@@ -131,9 +131,16 @@ class Guard:
 
 
 @contextmanager
-def guarded_context(browser, server):
-    """A new browser context whose pages may talk to the server only; checked when it closes."""
+def guarded_context(browser, server, helpers=0):
+    """A new browser context whose pages may talk to the server only; checked when it closes.
+
+    Its pages start `helpers` helper workers (None: as many as a visitor's page would). The helpers only ever
+    add answers equal to fresh ones, sooner (tests/browser/test_speculation_page.py): a test of something
+    else does not need them, and each costs a second of CPU to start and more to compute ahead, on a machine
+    whose two cores the suite already keeps busy. The shared lab page (`lab`) keeps a visitor's."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    if helpers is not None:
+        context.add_init_script(f"window.prefixLabLimits = {{...window.prefixLabLimits, helpers: {int(helpers)}}}")
     guard = Guard(server["origin"])
     context.route("**/*", guard.route)
 
@@ -149,9 +156,11 @@ def guarded_context(browser, server):
 
 
 @pytest.fixture
-def guarded(browser, server):
-    """A fresh browser context for one test: `(context, guard, watch)`."""
-    with guarded_context(browser, server) as fresh:
+def guarded(browser, server, request):
+    """A fresh browser context for one test: `(context, guard, watch)`; with the `helpers` mark, its pages start
+    the helper workers a visitor's page would."""
+    helpers = None if request.node.get_closest_marker("helpers") else 0
+    with guarded_context(browser, server, helpers) as fresh:
         yield fresh
 
 
@@ -164,7 +173,7 @@ def page(guarded):
 @pytest.fixture(scope="session")
 def lab_guarded(browser, server):
     """The guarded context of the shared lab page: `(context, guard, watch)`."""
-    with guarded_context(browser, server) as shared:
+    with guarded_context(browser, server, helpers=None) as shared:
         yield shared
 
 

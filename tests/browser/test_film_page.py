@@ -72,28 +72,34 @@ def test_reduced_motion_draws_no_animation_frame(browser, server):
         context.close()
 
 
-def test_the_film_pauses_off_screen_and_takes_up_again_on_screen(page, server):
-    open_lab(page, server, path="")  # the full page: the film stands first, in view with nothing opened
-    page.evaluate("window.scrollTo(0, 0)")
+def test_the_film_pauses_off_screen_and_takes_up_again_on_screen(fresh_lab):
+    page = fresh_lab  # the full page: the film stands first, in view with nothing opened
     page.get_by_role("button", name="Play").click()
-    page.wait_for_function(f"{ATTR}.filmState === 'playing'")
-    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
-    page.wait_for_function(f"{ATTR}.filmState === 'offscreen'")
-    frames = int(attr(page, "filmFrames"))
-    page.wait_for_function(READY)
-    page.evaluate("() => new Promise((done) => { let n = 0; const f = () => (++n < 20 ? requestAnimationFrame(f) : done()); requestAnimationFrame(f); })")
-    assert int(attr(page, "filmFrames")) == frames  # twenty page frames later, none of them the film's
-    page.evaluate("window.scrollTo(0, 0)")
-    page.wait_for_function(f"{ATTR}.filmState === 'playing' && Number({ATTR}.filmFrames) > {frames}")
+    try:
+        page.wait_for_function(f"{ATTR}.filmState === 'playing'")
+        page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+        page.wait_for_function(f"{ATTR}.filmState === 'offscreen'")
+        frames = int(attr(page, "filmFrames"))
+        page.wait_for_function(READY)
+        page.evaluate("() => new Promise((done) => { let n = 0; const f = () => (++n < 20 ? requestAnimationFrame(f) : done()); requestAnimationFrame(f); })")
+        assert int(attr(page, "filmFrames")) == frames  # twenty page frames later, none of them the film's
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_function(f"{ATTR}.filmState === 'playing' && Number({ATTR}.filmFrames) > {frames}")
+    finally:
+        page.get_by_role("button", name="Pause").click()  # the shared page goes on to other tests: still
+        page.wait_for_function(f"{ATTR}.filmState === 'paused'")
 
 
-def test_on_the_full_page_the_speed_and_the_moment_wait_behind_more(page, server):
-    open_lab(page, server, path="")
+def test_on_the_full_page_the_speed_and_the_moment_wait_behind_more(fresh_lab):
+    page = fresh_lab
     speed = page.get_by_role("slider", name="Speed")
     assert page.get_by_role("button", name="Play").is_visible() and not speed.is_visible()
-    page.locator(".film-more > summary").click()
+    more = page.locator(".film-more > summary")
+    more.click()
     speed.wait_for(state="visible")
     assert page.get_by_role("button", name="Follow the next request").is_visible()
+    more.click()  # closed again, as the next test's new page would show it
+    speed.wait_for(state="hidden")
 
 
 def test_a_change_gives_the_film_its_new_run(page, server):

@@ -129,7 +129,7 @@ def test_every_mission_is_playable_from_the_page_and_progress_survives_a_reload(
     choose(page, 3, "Round robin spreads the memory thin")
     answered(page, lambda: page.get_by_role("combobox", name="Router").select_option(label="Cache-aware"))
     assert verdict(page) == (1, True)
-    press(page, page.get_by_role("slider", name="Replicas"), "ArrowLeft", 5)  # 8 -> 3
+    press(page, page.get_by_role("slider", name="Replicas"), "PageDown")  # 8 -> 3: five steps in one key
     assert verdict(page) == (3, True)
 
     # -- 4: the hot tenant: "Never spill" can be unticked, the threshold moves ---------------------------------
@@ -185,7 +185,9 @@ def test_every_mission_is_playable_from_the_page_and_progress_survives_a_reload(
     choose(page, 7, "Pinned to a hash")
     answered(page, lambda: page.get_by_role("combobox", name="Router").select_option(label="Cache-aware"))
     assert verdict(page) == (1, True)
-    press(page, page.get_by_role("slider", name="Spill threshold (s of backlog)"), "ArrowLeft", 6)  # -> 0.4
+    spill = page.get_by_role("slider", name="Spill threshold (s of backlog)")
+    press(page, spill, "PageDown")  # 1.0 -> 0.5
+    press(page, spill, "ArrowLeft")  # -> 0.4
     assert verdict(page) == (3, True)
 
     # -- 8: Monday morning; "Load mission setup" keeps the focus ---------------------------------------------
@@ -199,7 +201,9 @@ def test_every_mission_is_playable_from_the_page_and_progress_survives_a_reload(
     assert "dynamic_text=top" in page.evaluate("location.hash") and verdict(page) == (0, False)
     answered(page, lambda: page.get_by_role("button", name="None", exact=True).click())
     answered(page, lambda: page.get_by_role("combobox", name="Router").select_option(label="Cache-aware"))
-    press(page, page.get_by_role("slider", name="Prefix memory per replica (GB)"), "ArrowRight", 12)  # 1 -> 4
+    memory = page.get_by_role("slider", name="Prefix memory per replica (GB)")
+    press(page, memory, "PageUp", 2)  # 1 -> 3.5, five steps a key
+    press(page, memory, "ArrowRight", 2)  # -> 4
     assert verdict(page) == (1, True)
     press(page, page.get_by_role("slider", name="Replicas"), "ArrowLeft", 2)  # 6 -> 4
     assert verdict(page) == (3, True)

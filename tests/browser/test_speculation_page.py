@@ -12,7 +12,7 @@ import json
 import pytest
 from conftest import READY, expected_metrics, metrics, open_lab
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.helpers]  # a visitor's helper workers (tests/conftest.py)
 
 REPLICAS = "ctl:fleet.replicas"
 HELPERS_READY = "window.prefixLab.ahead && window.prefixLab.ahead.log.some((e) => e.event === 'ready')"
