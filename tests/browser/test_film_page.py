@@ -1,5 +1,7 @@
 """The request film on the page: play, pause and step by role, follow a request, reduced motion, off screen.
 
+The full page's film is the shared lab page's (`fresh_lab`); the embedded film boots its own page.
+
 Each check waits on the film's own state attributes (`data-film-*`, lab/site/film.py), never on sleeps.
 """
 
@@ -22,8 +24,16 @@ def attr(page, name):
     return page.evaluate(f"{ATTR}.{name}")
 
 
-def test_play_pause_and_step_by_role(page, server):
-    film_page(page, server)
+def more(page, open_):
+    """Open or close the film's "More" (speed, moment, follow), as a person does; the shared page remembers it."""
+    details = page.locator(".film-more")
+    if details.evaluate("d => d.open") != open_:
+        details.locator("summary").click()
+    page.get_by_role("slider", name="Speed").wait_for(state="visible" if open_ else "hidden")
+
+
+def test_play_pause_and_step_by_role(fresh_lab):
+    page = fresh_lab  # the full page: the film stands first, in view with nothing opened
     assert attr(page, "filmMotion") == "full" and attr(page, "filmState") == "paused"
     page.get_by_role("button", name="Play").click()
     page.wait_for_function(f"{ATTR}.filmState === 'playing' && Number({ATTR}.filmFrames) >= 30", timeout=20_000)
@@ -34,17 +44,24 @@ def test_play_pause_and_step_by_role(page, server):
     page.get_by_role("button", name="Step").click()
     page.wait_for_function(f"Number({ATTR}.filmT) > {t}")
     assert int(attr(page, "filmFrames")) == frames  # a step draws once: no animation frame
-    page.get_by_role("slider", name="Speed").focus()
+    more(page, True)
+    speed = page.get_by_role("slider", name="Speed")
+    speed.focus()
     page.keyboard.press("ArrowRight")
-    assert page.get_by_role("slider", name="Speed").get_attribute("aria-valuetext") == "0.5 times real time"
+    assert speed.get_attribute("aria-valuetext") == "0.5 times real time"
+    page.keyboard.press("ArrowLeft")
     time = page.get_by_role("slider", name="Time in the run")
     time.focus()
     page.keyboard.press("End")
     page.wait_for_function(f"Number({ATTR}.filmT) >= 59.9")
+    page.keyboard.press("Home")  # the shared page goes on to other tests: at its start, "More" closed
+    page.wait_for_function(f"Number({ATTR}.filmT) === 0")
+    more(page, False)
 
 
-def test_following_a_request_says_where_it_is_and_what_it_found(page, server):
-    film_page(page, server)
+def test_following_a_request_says_where_it_is_and_what_it_found(fresh_lab):
+    page = fresh_lab
+    more(page, True)
     page.get_by_role("button", name="Follow the next request").click()
     page.wait_for_function(f"{ATTR}.filmFollowing === '0'")
     said = page.locator(".film-said")
@@ -55,6 +72,9 @@ def test_following_a_request_says_where_it_is_and_what_it_found(page, server):
     assert "came from the cache" in said.text_content() and "first token after" in said.text_content()
     page.get_by_role("button", name="Stop following").click()
     page.wait_for_function(f"{ATTR}.filmFollowing === ''")
+    page.get_by_role("slider", name="Time in the run").press("Home")
+    page.wait_for_function(f"Number({ATTR}.filmT) === 0")
+    more(page, False)
 
 
 def test_reduced_motion_draws_no_animation_frame(browser, server):
@@ -94,12 +114,9 @@ def test_on_the_full_page_the_speed_and_the_moment_wait_behind_more(fresh_lab):
     page = fresh_lab
     speed = page.get_by_role("slider", name="Speed")
     assert page.get_by_role("button", name="Play").is_visible() and not speed.is_visible()
-    more = page.locator(".film-more > summary")
-    more.click()
-    speed.wait_for(state="visible")
+    more(page, True)
     assert page.get_by_role("button", name="Follow the next request").is_visible()
-    more.click()  # closed again, as the next test's new page would show it
-    speed.wait_for(state="hidden")
+    more(page, False)  # closed again, as the next test's new page would show it
 
 
 def test_a_change_gives_the_film_its_new_run(page, server):
