@@ -739,10 +739,8 @@ function pump(booting = false) {
   if (embedQuery) inFlight.request.embed = embedQuery;
   inFlight.sent = timings.lastSent = performance.now();
   inFlight.key = answerKey(inFlight.request);
-  const known = inFlight.key && answers.get(inFlight.key);
+  const known = recall(inFlight.key);
   if (known) {  // answered before: no round trip to the worker
-    answers.delete(inFlight.key);
-    answers.set(inFlight.key, known);  // now the most recently used
     const id = inFlight.id;
     queueMicrotask(() => onMessage({ data: { type: "view", id, view: known, ms: 0, remembered: true } }));
     return;
@@ -777,12 +775,20 @@ function remember(key, view) {
   while (answers.size > ANSWERS_KEPT) answers.delete(answers.keys().next().value);
 }
 
+// The answer remembered for `key` (now the most recently used), or undefined.
+function recall(key) {
+  const view = key ? answers.get(key) : undefined;
+  if (view) remember(key, view);
+  return view;
+}
+
 // -- answers ahead of time: helper workers (static/scheduler.mjs) --------------------------
 //
 // Once the primary worker is ready, a few helper workers are started, restored from the same snapshot
 // (helperCount: one on a two-core machine). While a slider or a stepper has focus or is dragged, they
 // compute the requests the page would send next (one and two steps either side of it, and the value under
-// a dragging pointer), from the state on screen, in the order the scheduler says; a finished answer goes
+// a dragging pointer; before any has had focus, one step either way of the first few shown), from the state
+// on screen, in the order the scheduler says; a finished answer goes
 // into the answers remembered above, so reaching that value is a remembered answer, written at once. The
 // primary computes only what is asked for (its own computing ahead is turned off): an asked-for request
 // does not wait behind a speculative one. Not in an embed (its frames share one worker).
@@ -868,11 +874,11 @@ function helperLost(i) {
   if (ahead.helpers.every((helper) => helper === null)) worker.postMessage({ type: "ahead", warm: true });
 }
 
-// The control a focus or a pointer is on: the nearest Bokeh view along `path` (an event's composed path, the
-// element first) whose model is a slider or a stepper (a number value and step, and a `ctl:` tag), or null.
-function controlAt(path) {
-  if (!window.Bokeh?.index) return null;
-  const found = new Map();  // element -> the control its view shows
+// Every slider and stepper on the page (a number value and step, and a `ctl:` tag): element -> the control its
+// view shows, {name, model, view}, in the order the page lays them out.
+function controls() {
+  const found = new Map();
+  if (!window.Bokeh?.index) return found;
   for (const top of Bokeh.index) {
     for (const view of views(top)) {
       const model = view.model;
@@ -882,35 +888,65 @@ function controlAt(path) {
       }
     }
   }
+  return found;
+}
+
+// The control a focus or a pointer is on: the nearest control along `path` (an event's composed path, the
+// element first), or null.
+function controlAt(path) {
+  const found = controls();
   for (const el of path) if (found.has(el)) return found.get(el);
   return null;
 }
 
-// Plan the helpers' jobs for the control worth computing ahead for, as the page would ask for them now (the
-// hash on screen, the progress and memo it holds); nothing when there is none, or in a state whose answers
-// are not remembered (answerKey).
+// Before any slider or stepper has had focus, the helpers' first jobs are one step either way of the first
+// FIRST_SHOWN sliders and steppers shown. A first change to one finds its answer ready, and whatever the
+// primary works out first runs on code the helpers' work has already warmed: a new setup the primary
+// computed first after a boot took 0.6-1.0 s, and 0.2-0.3 s once a helper had computed four (the page's
+// workers share the wasm's optimised code).
+const FIRST_SHOWN = 3;
+let touched = false;  // a slider or stepper has had focus: from then on only `target` is computed ahead for
+
+function firstShown() {
+  return [...controls().values()].filter((c) => c.view.el.isConnected && c.view.el.getClientRects().length)
+    .slice(0, FIRST_SHOWN).map((c) => ({ ...c, direction: 1, last: null, live: false, pointer: null }));
+}
+
+// Plan the helpers' jobs for the control worth computing ahead for (before any had focus: the first ones
+// shown), as the page would ask for them now (the hash on screen, the progress and memo it holds); nothing
+// when there is none, or in a state whose answers are not remembered (answerKey).
 function planAhead() {
   if (!ahead) return;
-  if (!target || !workerReady) return ahead.scheduler.clear();
-  const { name, model } = target;
+  if (!workerReady) return ahead.scheduler.clear();
+  const jobs = target ? jobsAround(target, Infinity) : touched ? [] : firstShown().flatMap((c) => jobsAround(c, 2));
+  // An answer held already for a setup next to the control is kept longest: the helpers leave it to the memory
+  // (a slider stepped up and back again found its early values forgotten, after 32 newer answers).
+  ahead.scheduler.plan(jobs, (key) => Boolean(recall(key)));
+}
+
+// The requests for the first `count` values next to `aim`'s (a target: {name, model, direction, last, live,
+// pointer}), nearest first, each as {key, request}.
+function jobsAround(aim, count) {
+  const { name, model } = aim;
   const value = model.value;
-  if (target.last !== null && value !== target.last) target.direction = value > target.last ? 1 : -1;
-  target.last = value;
+  if (aim.last !== null && value !== aim.last) aim.direction = value > aim.last ? 1 : -1;
+  aim.last = value;
   const start = current(model, "start") ?? current(model, "low");
   const end = current(model, "end") ?? current(model, "high");
-  if (typeof start !== "number" || typeof end !== "number") return ahead.scheduler.clear();
-  const values = ahead.neighbours({ value, start, end, step: model.step, direction: target.direction,
-    pointer: target.pointer });
+  if (typeof start !== "number" || typeof end !== "number") return [];
+  const values = ahead.neighbours({ value, start, end, step: model.step, direction: aim.direction,
+    pointer: aim.pointer }).slice(0, count);
   const jobs = [];
   for (const v of values) {
-    const request = { controls: { [name]: v }, live: target.live, hash, progress, memo };
+    const request = { controls: { [name]: v }, live: aim.live, hash, progress, memo };
     const key = answerKey(request);
     if (key) jobs.push({ key, request });
   }
-  ahead.scheduler.plan(jobs, (key) => answers.has(key));
+  return jobs;
 }
 
 function aimAt(control, live = false, pointer = null) {
+  if (control) touched = true;
   if (!control) {
     target = null;
   } else if (target?.name !== control.name) {

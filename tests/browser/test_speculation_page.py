@@ -1,8 +1,8 @@
 """Answers computed ahead of time by helper workers (static/scheduler.mjs, the bridge's `ahead`), and a change
 made before the simulator is ready.
 
-While the Replicas slider has focus, the helpers compute the setups next to it; reaching one is a remembered
-answer, which must be the answer a fresh page computes for the same setup. The scheduler's decisions are
+Before any slider has had focus, the helpers compute one step either way of the first ones shown; while the
+Replicas slider has focus, the setups next to it. Reaching one is a remembered answer, which must be the answer a fresh page computes for the same setup. The scheduler's decisions are
 checked by the order of its events (`window.prefixLab.ahead.log`), never by time. Each test opens its own
 page in a guarded context: nothing may be requested from another origin, helpers included.
 """
@@ -39,15 +39,19 @@ def test_a_value_computed_ahead_is_shown_as_remembered_and_equals_a_fresh_pages_
     open_lab(page, server)
     page.wait_for_function(HELPERS_READY, timeout=60_000)
     handle = replicas(page)
-    handle.focus()
     start = value_of(handle)
-    page.wait_for_function(finished_for(start + 1), timeout=60_000)
-    handle.press("ArrowRight")
-    page.wait_for_function(f"({READY}) && location.hash.includes('fleet.replicas={start + 1}')", timeout=30_000)
-    assert page.evaluate("window.prefixLab.timings.changes.at(-1).remembered") is True, \
-        "the step was not answered from what the helper computed"
+    # Before anything has focus, one step either way of the first sliders shown, Replicas among them ...
+    page.wait_for_function(f"{finished_for(start + 1)} && {finished_for(start - 1)}", timeout=60_000)
+    handle.focus()
+    page.wait_for_function(finished_for(start + 2), timeout=60_000)  # ... and two steps once it has focus
+    for step in (1, 2):
+        handle.press("ArrowRight")
+        page.wait_for_function(f"({READY}) && location.hash.includes('fleet.replicas={start + step}')",
+                               timeout=30_000)
+        assert page.evaluate("window.prefixLab.timings.changes.at(-1).remembered") is True, \
+            f"step {step} was not answered from what the helper computed"
     ahead = metrics(page)
-    assert ahead == expected_metrics(f"fleet.replicas={start + 1}")
+    assert ahead == expected_metrics(f"fleet.replicas={start + 2}")
 
     fresh = watch(page.context.new_page())
     open_lab(fresh, server, fragment=page.evaluate("location.hash.slice(1)"))
