@@ -82,5 +82,4 @@ def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
     if mine >= request.cacheable_tokens:  # no one can hold more
         return 0
     view.learn(index, mine)
-    held = view.actuals()
-    return max(held[:index] + held[index + 1:], default=0)
+    return view.most_elsewhere(index)
