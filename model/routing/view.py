@@ -161,10 +161,11 @@ class View:
                     for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
         return m  # type: ignore[return-value]
 
-    def most_elsewhere(self, index: int) -> int:
-        """The most tokens of the prompt a replica other than `index` holds: `max(actual(i))` over `i != index`, 0
-        with one replica. With the fleet's index, only the other trees whose root has the prompt's first key are
-        looked up (each at most once, as `actual` does); the rest hold none of it."""
+    def most_elsewhere(self, index: int, enough: int) -> int:
+        """The most tokens of the prompt a replica other than `index` holds (`max(actual(i))` over `i != index`, 0
+        with one replica), or, once one is found holding `enough` or more, that one's: the rest are not looked up.
+        With the fleet's index, only the other trees whose root has the prompt's first key are looked up (each at
+        most once, as `actual` does); the rest hold none of it."""
         heads = self.heads
         if heads is None:
             every = self.actuals()
@@ -180,6 +181,8 @@ class View:
                 x = m[i] = replicas[i].tree.peek(keys)
             if x > most:
                 most = x
+                if most >= enough:
+                    break
             held ^= low
         return most
 
