@@ -35,8 +35,10 @@ a fresh view would give (tests/test_view_memo.py, test_traffic_memo.py,
 test_hash_memo.py).
 """
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import html
 import json
 import re
@@ -251,9 +253,28 @@ def handle_json(request: str, files: Any = None) -> str:
     answers are remembered by that state (`STORE.answers`): dragging a slider back over values it has shown
     answers at once.
     """
-    state = _state_of(json.loads(request), files)
-    return STORE.answers.remember(_state_key(state),
-                                  lambda: json.dumps(answer(state, derive(state)), separators=(",", ":")))
+    with _collector_paused():
+        state = _state_of(json.loads(request), files)
+        return STORE.answers.remember(_state_key(state),
+                                      lambda: json.dumps(answer(state, derive(state)), separators=(",", ":")))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Any:
+    """Python's cyclic garbage collector off while an answer is worked out, back as it was after.
+
+    A run makes tens of thousands of objects that live until its end (requests, tree nodes, records), and
+    the collector, which counts allocations, would walk them again and again while they are made: a tenth
+    of a new setup's time with 16 replicas. Nothing is kept from it: the trees' cycles are collected after,
+    when the collector next runs.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def prefetch_json(request: str | None = None, files: Any = None) -> bool:

@@ -70,17 +70,22 @@ class Dispatcher:
 
 
 def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
-    """Most tokens of the request another replica's tree held at routing (0 if the chosen one holds all it can).
+    """Most tokens of the request another replica's tree held at routing, up to its cacheable tokens (0 if the
+    chosen one holds all it can).
 
-    `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
+    No tree holds more of a prompt than its cacheable tokens, except a replayed trace's, whose cacheable
+    tokens are the whole prompt: so the cap changes no count of tokens recomputed (at most the prompt less
+    what the chosen replica had), and once another tree is found holding that many, the rest are not looked
+    up. `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
     prompt up in its tree): the same number `view.actual(index)` would find, without a second walk.
     """
     request, replicas = view.request, view.replicas
     if not replicas[index].cache:
         return 0
     mine = view.actual(index) if actual is None else actual
-    if mine >= request.cacheable_tokens:  # no one can hold more
+    cacheable = request.cacheable_tokens
+    if mine >= cacheable:  # no one can hold more
         return 0
     view.learn(index, mine)
-    held = view.actuals()
-    return max(held[:index] + held[index + 1:], default=0)
+    most = view.most_elsewhere(index, cacheable)
+    return most if most < cacheable else cacheable

@@ -161,6 +161,31 @@ class View:
                     for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
         return m  # type: ignore[return-value]
 
+    def most_elsewhere(self, index: int, enough: int) -> int:
+        """The most tokens of the prompt a replica other than `index` holds (`max(actual(i))` over `i != index`, 0
+        with one replica), or, once one is found holding `enough` or more, that one's: the rest are not looked up.
+        With the fleet's index, only the other trees whose root has the prompt's first key are looked up (each at
+        most once, as `actual` does); the rest hold none of it."""
+        heads = self.heads
+        if heads is None:
+            every = self.actuals()
+            return max(every[:index] + every[index + 1:], default=0)
+        keys, m, replicas = self.request.keys, self._actual, self.replicas
+        held = (heads.holders.get(keys[0], 0) if keys else 0) & ~(1 << index)
+        most = 0
+        while held:
+            low = held & -held
+            i = low.bit_length() - 1
+            x = m[i]
+            if x is None:
+                x = m[i] = replicas[i].tree.peek(keys)
+            if x > most:
+                most = x
+                if most >= enough:
+                    break
+            held ^= low
+        return most
+
     def actuals(self) -> list[int]:
         """`actual(i)` of every replica, in index order."""
         if self.memory is None:
@@ -220,28 +245,6 @@ class View:
         return min([(b[i], replicas[i].last_routed, i) for i, m in enumerate(matched) if m == top])[2]
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _top_two(values: list[int]) -> tuple[int, int]:
     """The largest value and the second largest (equal to it if it occurs twice; 0 if there is one value)."""
     first = second = 0
@@ -251,11 +254,6 @@ def _top_two(values: list[int]) -> tuple[int, int]:
         elif v > second:
             second = v
     return first, second
-
-
-
-
-
 
 
 def _hash64(text: str) -> int:

@@ -1,17 +1,22 @@
 """The core's fast paths give the answers of the plain rules they replace, on random inputs.
 
 The plain rules are written here, not in the model: a tree that files every walked leaf and then locks it,
-routers that sort the whole fleet by a key function, and a loop stepped one event at a time.
+routers that sort the whole fleet by a key function, a loop stepped one event at a time, and who else holds a
+prompt found by walking every other tree.
 """
 
 import random
+from unittest.mock import patch
 
 from helpers import fleet, request, tree_nodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model import Scenario, simulate
+from model.engines import lab
 from model.loop import ARRIVE, EventLoop
 from model.radix import Clock, RadixTree
+from model.routing.dispatch import held_elsewhere
 from model.routing.view import View
 
 
@@ -99,3 +104,34 @@ def test_run_noting_notes_the_counter_after_each_event_as_stepping_does(events, 
     got_times: list[float] = []
     fast.run_noting(until, fast_clock, got_values, got_times)
     assert (got_values, got_times, fast.now, len(fast)) == (values, times, plain.now, len(plain))
+
+
+def held_elsewhere_rule(view: View, index: int, actual: int | None = None) -> int:
+    """The most tokens another replica's tree holds, by walking every other tree, capped at the cacheable tokens."""
+    request, replicas = view.request, view.replicas
+    if not replicas[index].cache:
+        return 0
+    mine = replicas[index].tree.peek(request.keys) if actual is None else actual
+    if mine >= request.cacheable_tokens:
+        return 0
+    others = [r.tree.peek(request.keys) for r in replicas if r.index != index]
+    return min(max(others, default=0), request.cacheable_tokens)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**16), st.integers(1, 8), st.sampled_from(["least_loaded", "cache_aware", "round_robin"]),
+       st.sampled_from(["0.05", "0.3", "4"]), st.sampled_from(["none", "top", "bottom"]))
+def test_held_elsewhere_is_the_capped_most_of_every_other_tree_at_every_decision(seed, n, kind, memory, dynamic):
+    scenario = Scenario().with_text({"seed": str(seed), "fleet.replicas": str(n), "router.kind": kind,
+                                     "fleet.memory_gb": memory, "dynamic_text": dynamic, "duration_s": "40"})
+    decisions = []
+
+    def checked(view: View, index: int, actual: int | None = None) -> int:
+        want = held_elsewhere_rule(view, index, actual)  # before the fast path looks anything up in the view
+        got = held_elsewhere(view, index, actual)
+        decisions.append((got, want))
+        return got
+
+    with patch.object(lab, "held_elsewhere", checked):
+        simulate(scenario)
+    assert decisions and all(got == want for got, want in decisions)
