@@ -905,7 +905,8 @@ function controlAt(path) {
 // computed first after a boot took 0.6-1.0 s, and 0.2-0.3 s once a helper had computed four (the page's
 // workers share the wasm's optimised code).
 const FIRST_SHOWN = 3;
-let touched = false;  // a slider or stepper has had focus: from then on only `target` is computed ahead for
+let touched = false;  // a control moved, a button pressed or a slider focused: from then on only `target` is
+// computed ahead for (not the first ones again after every answer, for a person who only ticks and picks)
 
 function firstShown() {
   return [...controls().values()].filter((c) => c.view.el.isConnected && c.view.el.getClientRects().length)
@@ -1260,6 +1261,7 @@ let batch = null;
 
 function changed(name, value, prop, live = false) {
   if (applying || value === null) return;
+  touched = true;
   if (prop && written.has(name) && same(written.get(name)[prop], value)) return;
   if (!batch) {
     batch = { controls: {}, live };
@@ -1277,6 +1279,7 @@ function changed(name, value, prop, live = false) {
 // layout declares them with the button), sent along as `inputs`.
 function action(request, inputNames = []) {
   if (applying) return;
+  touched = true;
   for (const name of inputNames) if (holders.has(name)) make(holders.get(name));
   const index = models();
   const inputs = {};
