@@ -787,7 +787,8 @@ function recall(key) {
 // Once the primary worker is ready, a few helper workers are started, restored from the same snapshot
 // (helperCount: one on a two-core machine). While a slider or a stepper has focus or is dragged, they
 // compute the requests the page would send next (one and two steps either side of it, and the value under
-// a dragging pointer; before any has had focus, one step either way of the first few shown), from the state
+// a dragging pointer; until a person focuses, changes or presses anything, one step either way of the first
+// few shown), from the state
 // on screen, in the order the scheduler says; a finished answer goes
 // into the answers remembered above, so reaching that value is a remembered answer, written at once. The
 // primary computes only what is asked for (its own computing ahead is turned off): an asked-for request
@@ -875,7 +876,7 @@ function helperLost(i) {
 }
 
 // Every slider and stepper on the page (a number value and step, and a `ctl:` tag): element -> the control its
-// view shows, {name, model, view}, in the order the page lays them out.
+// view shows, {name, model, view}, document by document in the order they were drawn.
 function controls() {
   const found = new Map();
   if (!window.Bokeh?.index) return found;
@@ -899,11 +900,11 @@ function controlAt(path) {
   return null;
 }
 
-// Before any slider or stepper has had focus, the helpers' first jobs are one step either way of the first
+// Until a person focuses, changes or presses anything, the helpers' jobs are one step either way of the first
 // FIRST_SHOWN sliders and steppers shown. A first change to one finds its answer ready, and whatever the
 // primary works out first runs on code the helpers' work has already warmed: a new setup the primary
-// computed first after a boot took 0.6-1.0 s, and 0.2-0.3 s once a helper had computed four (the page's
-// workers share the wasm's optimised code).
+// computed first after a boot took 0.6-1.0 s, and 0.2-0.3 s once a helper had computed four (most likely
+// because the page's workers share the wasm's optimised code).
 const FIRST_SHOWN = 3;
 let touched = false;  // a control moved, a button pressed or a slider focused: from then on only `target` is
 // computed ahead for (not the first ones again after every answer, for a person who only ticks and picks)
@@ -919,15 +920,15 @@ function firstShown() {
 function planAhead() {
   if (!ahead) return;
   if (!workerReady) return ahead.scheduler.clear();
-  const jobs = target ? jobsAround(target, Infinity) : touched ? [] : firstShown().flatMap((c) => jobsAround(c, 2));
-  // An answer held already for a setup next to the control is kept longest: the helpers leave it to the memory
-  // (a slider stepped up and back again found its early values forgotten, after 32 newer answers).
+  const jobs = target ? jobsAround(target) : touched ? [] : firstShown().flatMap((c) => jobsAround(c, 1));
+  // `have` marks each answer held for a setup next to the control as just used, so the memory forgets these
+  // last (a slider stepped up and back again found its early values forgotten, after 32 newer answers).
   ahead.scheduler.plan(jobs, (key) => Boolean(recall(key)));
 }
 
-// The requests for the first `count` values next to `aim`'s (a target: {name, model, direction, last, live,
-// pointer}), nearest first, each as {key, request}.
-function jobsAround(aim, count) {
+// The requests for the values next to `aim`'s (a target: {name, model, direction, last, live, pointer}), nearest
+// first, at most `steps` steps away (a pointer's value too), each as {key, request}.
+function jobsAround(aim, steps = Infinity) {
   const { name, model } = aim;
   const value = model.value;
   if (aim.last !== null && value !== aim.last) aim.direction = value > aim.last ? 1 : -1;
@@ -936,7 +937,7 @@ function jobsAround(aim, count) {
   const end = current(model, "end") ?? current(model, "high");
   if (typeof start !== "number" || typeof end !== "number") return [];
   const values = ahead.neighbours({ value, start, end, step: model.step, direction: aim.direction,
-    pointer: aim.pointer }).slice(0, count);
+    pointer: aim.pointer }).filter((v) => Math.abs(v - value) <= steps * model.step * (1 + 1e-9));
   const jobs = [];
   for (const v of values) {
     const request = { controls: { [name]: v }, live: aim.live, hash, progress, memo };
@@ -1261,8 +1262,8 @@ let batch = null;
 
 function changed(name, value, prop, live = false) {
   if (applying || value === null) return;
+  if (prop && written.has(name) && same(written.get(name)[prop], value)) return;  // an echo of the page's write
   touched = true;
-  if (prop && written.has(name) && same(written.get(name)[prop], value)) return;
   if (!batch) {
     batch = { controls: {}, live };
     queueMicrotask(() => {

@@ -3,7 +3,8 @@
 // The page's own worker (the "primary") computes what the person asks for; it is never given a
 // speculative job, so an asked-for answer never waits behind one. A few helper workers, restored
 // from the same snapshot, compute answers ahead of time: the setups one and two steps either side of
-// the slider or stepper that has focus or is being dragged (the bridge plans them, see plan()).
+// the slider or stepper that has focus or is being dragged, or, until a person does anything, one step
+// either way of the first few shown (the bridge plans them, see plan()).
 // A Pyodide computation cannot be interrupted (the page has no SharedArrayBuffer), so:
 // - an asked-for request goes out first: `asked()` is called before any speculative job is started
 //   in the same turn (plan() only starts jobs in a later microtask);

@@ -54,14 +54,11 @@ def _polled_every(ms, wait):
     return polled
 
 
-def _poll_by_timer():
+def _poll_by_timer(monkeypatch):
     from playwright.sync_api import Frame, Page
 
     for kind in (Page, Frame):
-        kind.wait_for_function = _polled_every(20, kind.wait_for_function)
-
-
-_poll_by_timer()
+        monkeypatch.setattr(kind, "wait_for_function", _polled_every(20, kind.wait_for_function))
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 READY = "document.documentElement.dataset.lab === 'ready'"
@@ -109,7 +106,8 @@ def browser():
     from playwright.sync_api import sync_playwright
     from support.browser import launch
 
-    with sync_playwright() as p:
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
+        _poll_by_timer(patch)
         chromium = launch(p)
         yield chromium
         chromium.close()

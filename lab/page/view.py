@@ -42,7 +42,7 @@ import gc
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -260,7 +260,7 @@ def handle_json(request: str, files: Any = None) -> str:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Any:
+def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while an answer is worked out, back as it was after.
 
     A run makes tens of thousands of objects that live until its end (requests, tree nodes, records), and

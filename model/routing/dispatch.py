@@ -73,8 +73,7 @@ def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
     """Most tokens of the request another replica's tree held at routing, up to its cacheable tokens (0 if the
     chosen one holds all it can).
 
-    No tree holds more of a prompt than its cacheable tokens, except a replayed trace's, whose cacheable
-    tokens are the whole prompt: so the cap changes no count of tokens recomputed (at most the prompt less
+    No tree holds more of a prompt than its cacheable tokens (a replayed trace's are its whole prompt): so the cap changes no count of tokens recomputed (at most the prompt less
     what the chosen replica had), and once another tree is found holding that many, the rest are not looked
     up. `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
     prompt up in its tree): the same number `view.actual(index)` would find, without a second walk.

@@ -32,8 +32,28 @@ def more(page, open_):
     page.get_by_role("slider", name="Speed").wait_for(state="visible" if open_ else "hidden")
 
 
-def test_play_pause_and_step_by_role(fresh_lab):
+@pytest.fixture
+def film(fresh_lab):
+    """The shared lab page's film, put back afterwards as the next test's new page shows it: paused at its
+    start, at real time, following nothing, "More" closed (the page remembers it; `reset_lab` does not)."""
     page = fresh_lab  # the full page: the film stands first, in view with nothing opened
+    yield page
+    more(page, True)
+    if page.get_by_role("button", name="Pause").count():
+        page.get_by_role("button", name="Pause").click()
+    if page.get_by_role("button", name="Stop following").count():
+        page.get_by_role("button", name="Stop following").click()
+    speed = page.get_by_role("slider", name="Speed")
+    speed.press("Home")
+    speed.press("ArrowRight")  # the second speed, as the film opens
+    assert speed.get_attribute("aria-valuetext") == "0.25 times real time"
+    page.get_by_role("slider", name="Time in the run").press("Home")
+    page.wait_for_function(f"{ATTR}.filmState === 'paused' && {ATTR}.filmFollowing === '' && Number({ATTR}.filmT) === 0")
+    more(page, False)
+
+
+def test_play_pause_and_step_by_role(film):
+    page = film
     assert attr(page, "filmMotion") == "full" and attr(page, "filmState") == "paused"
     page.get_by_role("button", name="Play").click()
     page.wait_for_function(f"{ATTR}.filmState === 'playing' && Number({ATTR}.filmFrames) >= 30", timeout=20_000)
@@ -49,18 +69,14 @@ def test_play_pause_and_step_by_role(fresh_lab):
     speed.focus()
     page.keyboard.press("ArrowRight")
     assert speed.get_attribute("aria-valuetext") == "0.5 times real time"
-    page.keyboard.press("ArrowLeft")
     time = page.get_by_role("slider", name="Time in the run")
     time.focus()
     page.keyboard.press("End")
     page.wait_for_function(f"Number({ATTR}.filmT) >= 59.9")
-    page.keyboard.press("Home")  # the shared page goes on to other tests: at its start, "More" closed
-    page.wait_for_function(f"Number({ATTR}.filmT) === 0")
-    more(page, False)
 
 
-def test_following_a_request_says_where_it_is_and_what_it_found(fresh_lab):
-    page = fresh_lab
+def test_following_a_request_says_where_it_is_and_what_it_found(film):
+    page = film
     more(page, True)
     page.get_by_role("button", name="Follow the next request").click()
     page.wait_for_function(f"{ATTR}.filmFollowing === '0'")
@@ -72,9 +88,6 @@ def test_following_a_request_says_where_it_is_and_what_it_found(fresh_lab):
     assert "came from the cache" in said.text_content() and "first token after" in said.text_content()
     page.get_by_role("button", name="Stop following").click()
     page.wait_for_function(f"{ATTR}.filmFollowing === ''")
-    page.get_by_role("slider", name="Time in the run").press("Home")
-    page.wait_for_function(f"Number({ATTR}.filmT) === 0")
-    more(page, False)
 
 
 def test_reduced_motion_draws_no_animation_frame(browser, server):
