@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from conftest import READY, expected_metrics, metrics
+from conftest import READY, SETTLED, expected_metrics, metrics, reset_lab
 
 pytestmark = pytest.mark.browser
 
@@ -54,18 +54,33 @@ def test_a_plots_font_size_is_read_once_per_script_run_and_afresh_after(fresh_la
     assert before > 0 and same_run == before and next_run == before + 7, sizes
 
 
+HEAVY = "router.kind=cache_aware&traffic.session_rate=8"  # its most replicas take the worker about half a second
+
+
 def test_a_change_made_while_one_is_worked_out_goes_to_the_worker_before_that_answer_is_drawn(fresh_lab):
     """The worker works out the next value while the page writes and paints the last answer, not after it."""
-    page = fresh_lab
-    views = page.evaluate("window.prefixLab.timings.changes.length")
+    page = reset_lab(fresh_lab, HEAVY)
+    page.evaluate("""() => document.addEventListener("keydown", (e) => {
+        (window.__keysAt ??= []).push([e.key, performance.now()]); }, true)""")
     slider = page.get_by_role("slider", name=re.compile("Replicas", re.I)).first
     slider.focus()
-    page.keyboard.press("End")  # the most replicas: a long run, so the next key comes while it is worked out
-    page.keyboard.press("Home")
-    page.wait_for_function(f"window.prefixLab.timings.changes.length >= {views + 2} && {READY}", timeout=60_000)
-    first, second = page.evaluate(f"window.prefixLab.timings.changes.slice({views}, {views + 2})")
+    tried = []
+    for first_key, second_key in [("End", "Home"), ("Home", "End"), ("End", "Home")]:
+        views = page.evaluate("window.prefixLab.timings.changes.length")
+        page.keyboard.press(first_key)  # a long run: the next key comes while it is worked out ...
+        page.keyboard.press(second_key)
+        page.wait_for_function(f"window.prefixLab.timings.changes.length >= {views + 2} && {READY}",
+                               timeout=60_000)
+        first, second = page.evaluate(f"window.prefixLab.timings.changes.slice({views}, {views + 2})")
+        pressed = page.evaluate("window.__keysAt.at(-1)[1]")
+        tried.append((first, second, pressed))
+        if pressed < first["sent"] + first["computeMs"]:  # ... unless a loaded machine pressed it too late
+            break
+    else:
+        raise AssertionError(f"the second key never came while the first change was worked out: {tried}")
     assert second["sent"] < first["applied"], (first, second)
-    assert metrics(page) == expected_metrics("fleet.replicas=1")  # Home: the slider's least
+    want = "fleet.replicas=1" if second_key == "Home" else f"fleet.replicas={int(float(slider.get_attribute('aria-valuemax')))}"
+    assert metrics(page) == expected_metrics(*HEAVY.split("&"), want)
 
 
 SOURCE = """name => {
@@ -142,13 +157,12 @@ def test_a_part_that_cannot_be_made_is_left_out_and_the_rest_of_the_page_is_made
 def test_the_page_holds_exactly_the_html_the_view_sends(fresh_lab):
     """So the bridge, which rewrites a panel only when its HTML differs, leaves unchanged panels alone."""
     page = fresh_lab
-    page.evaluate("""() => { window.__differ = []; window.__compare = (e) => {
-        for (const [selector, patch] of Object.entries(e.detail.patches.dom || {})) {
-          for (const el of document.querySelectorAll(selector)) {
-            if ('html' in patch && el.innerHTML !== patch.html) window.__differ.push(selector);
-          }
-        }
-      }; document.addEventListener('prefix-lab:view', window.__compare); }""")
+    # The last answer's patches, held until the page has settled: a view's event comes after its charts are
+    # painted, by which time the HTML of an answer that came after it (one change can bring two) is written.
+    page.evaluate("""() => { window.__lastDom = null; window.__keepLast = (e) => { window.__lastDom = e.detail.patches.dom || {}; };
+      document.addEventListener('prefix-lab:view', window.__keepLast); }""")
+    differ = """() => Object.entries(window.__lastDom).filter(([selector, patch]) => 'html' in patch &&
+        [...document.querySelectorAll(selector)].some((el) => el.innerHTML !== patch.html)).map(([s]) => s)"""
     steps = ["window.prefixLab.changed('ctl:fleet.replicas', 6, 'value')",
              "window.prefixLab.action({type: 'select_mission', mission: 'cache-on'})",
              "window.prefixLab.changed('ctl:fleet.cache', true, 'active')",
@@ -157,6 +171,7 @@ def test_the_page_holds_exactly_the_html_the_view_sends(fresh_lab):
         for step in steps:
             before = page.evaluate(f"() => {{ const n = window.__labViews; {step}; return n; }}")
             page.wait_for_function(f"window.__labViews > {before} && {READY}", timeout=60_000)
-        assert page.evaluate("window.__differ") == []
+            page.wait_for_function(SETTLED, timeout=60_000)
+            assert page.evaluate(differ) == [], step
     finally:
-        page.evaluate("document.removeEventListener('prefix-lab:view', window.__compare)")
+        page.evaluate("document.removeEventListener('prefix-lab:view', window.__keepLast)")
