@@ -157,13 +157,14 @@ class _Tally:
     in the same order, so the two give equal results.
     """
 
-    __slots__ = ("scenario", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
+    __slots__ = ("scenario", "duration_s", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
                  "rounded", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
                  "_next")
 
     def __init__(self, scenario: Scenario, n_replicas: int, bin_s: float, profile: Profile, keep: bool,
                  on_record: Callable[[RequestRecord], None] | None = None) -> None:
         self.scenario, self.bin_s, self.keep, self.on_record = scenario, bin_s, keep, on_record
+        self.duration_s = scenario.duration_s  # read once per request
         self.tokens_per_s = profile.prefill_tokens_per_s()
         self.records: list[RequestRecord] = []  # kept only if `keep`
         self.headline = Headline(n_replicas)
@@ -192,8 +193,8 @@ class _Tally:
 
     def take(self, s: Served) -> None:
         """Measure one served request, the next in arrival order."""
-        r = s.request
-        prompt = r.prompt_tokens
+        # the request's fields in one unpacking, not one attribute look-up each: this runs once per request
+        _, arrival_s, session, turn, system_prompt, _, _, user_tokens, answer_tokens, _, prompt, _, _ = s.request
         cached = s.cached_tokens
         got = s.fetched_tokens
         have = cached + got  # fetched tokens are not recomputed
@@ -204,11 +205,11 @@ class _Tally:
         self.recomputed_sum += recomputed
         self.fetched += got
         self.fetch_s += s.fetch_s
-        arrival = round(r.arrival_s, 6)
-        if arrival < self.scenario.duration_s:
+        arrival = round(arrival_s, 6)
+        if arrival < self.duration_s:
             self.offered_n += 1
         start = s.start_s
-        queue_s = start - r.arrival_s
+        queue_s = start - arrival_s
         prefill_s = s.prefill_s
         rounded = self.rounded
         prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
@@ -220,22 +221,22 @@ class _Tally:
             queue_ms, ttft_ms = 0.0, prefill_ms
         else:
             queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+        i = s.replica
         record: RequestRecord = tuple.__new__(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
-            arrival, r.session, r.turn, r.system_prompt, s.replica, prompt,
-            r.user_tokens, r.answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
+            arrival, session, turn, system_prompt, i, prompt,
+            user_tokens, answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
         if self.keep:
             self.records.append(record)
         if self.on_record is not None:
             self.on_record(record)
         h = self.headline  # `Headline.add(record)`, written out: it runs once per request
-        i = s.replica
         h.requests[i] += 1
         h.cached[i] += cached
         h.prompt[i] += prompt
         h.ttfts.append(ttft_ms)
-        if r.turn > 0 and r.user_tokens >= 0:
+        if turn > 0 and user_tokens >= 0:
             h.continuing += 1
-            h.found += cached >= prompt - r.user_tokens
+            h.found += cached >= prompt - user_tokens
         bin_s = self.bin_s
         k = int(arrival / bin_s)
         if k > BINS - 1:

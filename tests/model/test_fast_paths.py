@@ -17,6 +17,7 @@ from model.engines import lab
 from model.loop import ARRIVE, EventLoop
 from model.radix import Clock, RadixTree
 from model.routing.dispatch import held_elsewhere
+from model.routing.policies.cache_aware import CacheAware
 from model.routing.view import View
 
 
@@ -76,6 +77,37 @@ def test_least_loaded_and_longest_match_follow_their_rules(seed, n):
     now = rng.choice([0.0, 0.3])
     assert View(prompt, reps, now).least_loaded() == least_loaded_rule(View(prompt, reps, now))
     assert View(prompt, reps, now).longest_match() == longest_match_rule(View(prompt, reps, now))
+
+
+def cache_aware_rule(view: View, threshold: float | None) -> int:
+    """The longest match; the least loaded instead if the longest's backlog exceeds the least loaded's by more
+    than the threshold (both found by the rules above)."""
+    best = longest_match_rule(view)
+    if threshold is None:
+        return best
+    least = least_loaded_rule(view)
+    reps = view.replicas
+    if reps[best].backlog(view.now) - reps[least].backlog(view.now) > threshold:
+        return least
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 16), st.sampled_from([None, 0.0, 0.3, 1.0]))
+def test_cache_aware_spills_by_its_rule(seed, n, threshold):
+    rng = random.Random(seed)
+    reps = fleet(n)
+    for r in reps:
+        r.busy_until = rng.choice([0.0, 0.0, 0.5, 1.0, 1.3, rng.random()])  # ties, and gaps either side of a threshold
+        r.queued_work_s = rng.choice([0.0, 0.0, 0.25])
+        r.last_routed = rng.randrange(-1, 4)
+        for _ in range(rng.randrange(3)):
+            r.tree.insert(*request(0, ["s"] + [f"t{k}" for k in range(rng.randrange(4))])[5:7])
+    prompt = request(9, ["s"] + [f"t{k}" for k in range(rng.randrange(5))])
+    now = rng.choice([0.0, 0.3])
+    policy = CacheAware(Scenario().with_text({"router.spill_threshold_s": "off" if threshold is None else str(threshold)}))
+    assert policy.threshold == threshold
+    assert policy.choose(View(prompt, reps, now)) == cache_aware_rule(View(prompt, reps, now), threshold)
 
 
 @settings(max_examples=60, deadline=None)

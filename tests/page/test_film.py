@@ -1,12 +1,16 @@
 """The request film's timeline (lab/page/figures/film.py): built from the run's records, its trees in step with the run."""
 
 import json
+import random
+from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab.page import view
 from lab.page.figures import FIGURES, Context
-from lab.page.figures.film import MAX_REQUESTS, film, frame, stretch
+from lab.page.figures.film import MAX_REQUESTS, _bin, _cells, film, frame, stretch
 from lab.site.film import film_html
 from model import Scenario
 
@@ -115,3 +119,32 @@ def test_without_a_cache_the_requests_play_and_no_tree_grows():
     scenario, result, f = made({"fleet.cache": "false"})
     assert all(c == 0 for c in f["requests"]["cached"])
     assert not any(f["tree"]["tokens"]) and not any(f["leaves"]["tokens"])
+
+
+def stretch_rule(scenario, records):
+    """`stretch` as a filter and a sort of every record: the arrivals inside the 60 s, the 901st ending it early."""
+    start = max(0.0, min(e.at_s for e in scenario.events) - 15.0) if scenario.events else 0.0
+    end = start + 60.0
+    arrivals = sorted(r.arrival_s for r in records if start <= r.arrival_s < end)
+    if len(arrivals) > MAX_REQUESTS:
+        end = arrivals[MAX_REQUESTS]
+    return round(start, 3), round(end, 3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 2500), st.sampled_from(["", "burst@40+20x3", "surge@3+30"]))
+def test_the_stretch_found_by_bisection_is_the_rule_s(seed, n, events):
+    rng = random.Random(seed)
+    scenario = Scenario().with_text({"events": events} if events else {})
+    records = [SimpleNamespace(arrival_s=rng.choice([rng.uniform(0, 120), 30.0, 45.0])) for _ in range(n)]  # ties too
+    assert stretch(scenario, records) == stretch_rule(scenario, records)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 15), st.floats(-5, 400, allow_nan=False)), max_size=50),
+       st.integers(0, 60), st.sampled_from([0.5, 3.0, 7.25]))
+def test_the_cells_written_out_are_each_request_s_bin(ends, bins, bin_s):
+    starts = tuple(k * bin_s for k in range(bins))
+    records = [SimpleNamespace(replica=r) for r, _ in ends]
+    pairs = [(0.0, end) for _, end in ends]
+    assert _cells(records, pairs, starts, bin_s, bins) == [(r, _bin(end, starts, bin_s, bins)) for r, end in ends]

@@ -31,7 +31,9 @@ Standard library, `model` only: this runs in the browser too.
 import heapq
 import json
 import math
+from bisect import bisect_left
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 from lab.page.figures.base import Context, Figure
@@ -39,6 +41,7 @@ from lab.page.figures.fleetview import per_result, replica_colour
 from model import Result, Scenario
 
 RequestRecord = Any  # model.metrics.RequestRecord: one served request (model does not export its name)
+_ARRIVAL = attrgetter("arrival_s")  # a record's arrival time: the film's order
 
 STRETCH_S = 60.0  # seconds of the run the film plays
 LEAD_S = 15.0  # how long before the first event it starts, when the run has one
@@ -52,11 +55,16 @@ SYSTEM_COLOURS = ("#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#edc948", "#bab0a
 def stretch(scenario: Scenario, records: list[RequestRecord]) -> tuple[float, float]:
     """The film's start and end in run seconds: 60 s from 0, or from 15 s before the first event;
     shortened so that it holds at most `MAX_REQUESTS` arrivals."""
+    return _stretch(scenario, sorted(r.arrival_s for r in records))
+
+
+def _stretch(scenario: Scenario, arrivals: list[float]) -> tuple[float, float]:
+    """`stretch` from every arrival time, in order: the arrivals inside the stretch are one slice of them."""
     start = max(0.0, min(e.at_s for e in scenario.events) - LEAD_S) if scenario.events else 0.0
     end = start + STRETCH_S
-    arrivals = sorted(r.arrival_s for r in records if start <= r.arrival_s < end)
-    if len(arrivals) > MAX_REQUESTS:
-        end = arrivals[MAX_REQUESTS]
+    first = bisect_left(arrivals, start)
+    if bisect_left(arrivals, end) - first > MAX_REQUESTS:
+        end = arrivals[first + MAX_REQUESTS]
     return round(start, 3), round(end, 3)
 
 
@@ -140,15 +148,16 @@ def _ends(r: RequestRecord) -> tuple[float, float]:
 
 def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     """The film of `result`'s stretch: its requests, its leaves at its start and the tree events within it."""
-    records = sorted(result.records, key=lambda r: r.arrival_s)
-    t0, t1 = stretch(scenario, records)
+    records = sorted(result.records, key=_ARRIVAL)  # already in arrival order, in lab mode: then one pass
+    arrivals = [r.arrival_s for r in records]
+    t0, t1 = _stretch(scenario, arrivals)
     series, system_tokens = result.series, scenario.traffic.system_tokens
     bins = len(series.start_s)
     last = _bin(t1, series.start_s, series.bin_s, bins)
     horizon = series.start_s[last] + series.bin_s if bins else t1  # records arriving later end after t1's bin
-    records = [r for r in records if r.arrival_s < max(t1, horizon)]
+    records = records[:bisect_left(arrivals, max(t1, horizon))]  # those arriving before the later of the two
     ends = [_ends(r) for r in records]
-    cells = [(r.replica, _bin(e[1], series.start_s, series.bin_s, bins)) for r, e in zip(records, ends)]
+    cells = _cells(records, ends, series.start_s, series.bin_s, bins)
     timeline = sorted([(e[0], 0, k) for k, e in enumerate(ends)] + [(e[1], 1, k) for k, e in enumerate(ends)])
     news = [_new(r) for r in records]
     added: dict[tuple[int, int], int] = {}  # (replica, bin) -> tokens the prefills ending there added
@@ -221,6 +230,19 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
         "tree": {"t": [round(e[0], 4) for e in trees.events], "leaf": [e[1] for e in trees.events],
                  "tokens": [e[2] for e in trees.events]},
     }
+
+
+def _cells(records: list[RequestRecord], ends: list[tuple[float, float]], starts: tuple[float, ...], bin_s: float,
+           bins: int) -> list[tuple[int, int]]:
+    """(replica, `_bin` of its first token) of every request: `_bin` written out, as it runs once per request."""
+    if not bins:
+        return [(r.replica, -1) for r in records]
+    first, top, floor = starts[0], bins - 1, math.floor
+    cells = []
+    for r, (_, end) in zip(records, ends):
+        k = int(floor((end - first) / bin_s))
+        cells.append((r.replica, top if k > top else 0 if k < 0 else k))  # min(top, max(0, k))
+    return cells
 
 
 def _bin(t: float, starts: tuple[float, ...], bin_s: float, bins: int) -> int:

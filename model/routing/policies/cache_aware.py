@@ -27,10 +27,9 @@ class CacheAware(Policy, key='cache_aware', label='Cache-aware',
         best = view.longest_match()
         if self.threshold is None:
             return best
-        least = view.least_loaded()
         b = view.backlogs()
-        if b[best] - b[least] > self.threshold:
-            return least
+        if b[best] - min(b) > self.threshold:  # min(b) is the least-loaded replica's backlog, whichever it is:
+            return view.least_loaded()  # its index (ties broken) is worked out only for a spill
         return best
 
     def scores(self, view: View) -> tuple[str, list[float]]:
