@@ -62,19 +62,24 @@ def longest_match_rule(view: View) -> int:
                                                 reps[i].last_routed, i))
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.integers(0, 2**32), st.integers(1, 16))
-def test_least_loaded_and_longest_match_follow_their_rules(seed, n):
-    rng = random.Random(seed)
+def random_fleet(rng: random.Random, n: int, loads: list[float]):
+    """`n` replicas with loads drawn from `loads` (or any), a little queued work, routed a few times, a few
+    prompts in their trees; a prompt to route and the time to route it at."""
     reps = fleet(n)
     for r in reps:
-        r.busy_until = rng.choice([0.0, 0.0, 0.5, 1.0, rng.random()])  # ties at 0 (idle) and at equal loads
+        r.busy_until = rng.choice([*loads, rng.random()])
         r.queued_work_s = rng.choice([0.0, 0.0, 0.25])
         r.last_routed = rng.randrange(-1, 4)
         for _ in range(rng.randrange(3)):
             r.tree.insert(*request(0, ["s"] + [f"t{k}" for k in range(rng.randrange(4))])[5:7])
     prompt = request(9, ["s"] + [f"t{k}" for k in range(rng.randrange(5))])
-    now = rng.choice([0.0, 0.3])
+    return reps, prompt, rng.choice([0.0, 0.3])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 16))
+def test_least_loaded_and_longest_match_follow_their_rules(seed, n):
+    reps, prompt, now = random_fleet(random.Random(seed), n, [0.0, 0.0, 0.5, 1.0])  # ties at 0 (idle), equal loads
     assert View(prompt, reps, now).least_loaded() == least_loaded_rule(View(prompt, reps, now))
     assert View(prompt, reps, now).longest_match() == longest_match_rule(View(prompt, reps, now))
 
@@ -95,16 +100,7 @@ def cache_aware_rule(view: View, threshold: float | None) -> int:
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 16), st.sampled_from([None, 0.0, 0.3, 1.0]))
 def test_cache_aware_spills_by_its_rule(seed, n, threshold):
-    rng = random.Random(seed)
-    reps = fleet(n)
-    for r in reps:
-        r.busy_until = rng.choice([0.0, 0.0, 0.5, 1.0, 1.3, rng.random()])  # ties, and gaps either side of a threshold
-        r.queued_work_s = rng.choice([0.0, 0.0, 0.25])
-        r.last_routed = rng.randrange(-1, 4)
-        for _ in range(rng.randrange(3)):
-            r.tree.insert(*request(0, ["s"] + [f"t{k}" for k in range(rng.randrange(4))])[5:7])
-    prompt = request(9, ["s"] + [f"t{k}" for k in range(rng.randrange(5))])
-    now = rng.choice([0.0, 0.3])
+    reps, prompt, now = random_fleet(random.Random(seed), n, [0.0, 0.0, 0.5, 1.0, 1.3])  # gaps either side of a threshold
     policy = CacheAware(Scenario().with_text({"router.spill_threshold_s": "off" if threshold is None else str(threshold)}))
     assert policy.threshold == threshold
     assert policy.choose(View(prompt, reps, now)) == cache_aware_rule(View(prompt, reps, now), threshold)
