@@ -299,7 +299,7 @@ async function drawNext() {
 // Once the first answer is on screen: the documents not drawn yet whose place is shown, one at a time; then
 // those hidden are made (not drawn), so that every model can be found.
 function drawRest() {
-  const next = pageDocs?.find((d) => !d.queued && displayed(d));
+  const next = limits.drawAway === false && !embedQuery ? null : pageDocs?.find((d) => !d.queued && displayed(d));
   if (next) return want(next, false);
   const unmade = pageDocs?.find((d) => !d.doc && !d.failed);
   if (unmade) {
@@ -654,8 +654,9 @@ function keep(view) {
 // same when their own limits run out. The per-change work is bounded in Python (lab/page/view.py
 // counts requests against its budget); these limits catch what that cannot: a boot that does
 // not end, a worker that dies, a machine far slower than planned.
-// `window.prefixLabLimits` (set before the page loads) may shorten them, for tests, and say how many helper
-// workers to start (`helpers`: see startHelpers).
+// `window.prefixLabLimits` (set before the page loads) may shorten them, for tests, say how many helper
+// workers to start (`helpers`: see startHelpers), and leave the lab page's charts far from view undrawn until
+// they come near (`drawAway: false`; drawRest draws them in idle time, 2-3 s of CPU on a two-core machine).
 const limits = window.prefixLabLimits ?? {};
 const BOOT_LIMIT_MS = limits.bootMs ?? 45_000;  // a boot taking longer has failed
 const WORK_LIMIT_MS = limits.workMs ?? 20_000;  // one change computing longer is stopped, its worker replaced

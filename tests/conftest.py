@@ -154,16 +154,20 @@ class Guard:
 
 
 @contextmanager
-def guarded_context(browser, server, helpers=0):
+def guarded_context(browser, server, helpers=0, draw_away=False):
     """A new browser context whose pages may talk to the server only; checked when it closes.
 
     Its pages start `helpers` helper workers (None: as many as a visitor's page would). The helpers only ever
     add answers equal to fresh ones, sooner (tests/browser/test_speculation_page.py): a test of something
     else does not need them, and each costs a second of CPU to start and more to compute ahead, on a machine
-    whose two cores the suite already keeps busy. The shared lab page (`lab`) keeps a visitor's."""
+    whose two cores the suite already keeps busy. Likewise, unless `draw_away`, the charts far from view are
+    drawn only once they come near, not in idle time too (2-3 s of CPU a page; what a visitor's page draws
+    there is what it draws near, tests/browser/test_first_glance_page.py). The shared lab page (`lab`) keeps
+    a visitor's of both."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    if helpers is not None:
-        context.add_init_script(f"window.prefixLabLimits = {{...window.prefixLabLimits, helpers: {int(helpers)}}}")
+    limits = {**({} if helpers is None else {"helpers": int(helpers)}), **({} if draw_away else {"drawAway": False})}
+    if limits:
+        context.add_init_script(f"window.prefixLabLimits = {{...window.prefixLabLimits, ...{json.dumps(limits)}}}")
     guard = Guard(server["origin"])
     context.route("**/*", guard.route)
 
@@ -181,9 +185,10 @@ def guarded_context(browser, server, helpers=0):
 @pytest.fixture
 def guarded(browser, server, request):
     """A fresh browser context for one test: `(context, guard, watch)`; with the `helpers` mark, its pages start
-    the helper workers a visitor's page would."""
+    the helper workers a visitor's page would, and with `draws_away`, draw the charts far from view as it does."""
     helpers = None if request.node.get_closest_marker("helpers") else 0
-    with guarded_context(browser, server, helpers) as fresh:
+    draw_away = request.node.get_closest_marker("draws_away") is not None
+    with guarded_context(browser, server, helpers, draw_away) as fresh:
         yield fresh
 
 
@@ -196,7 +201,7 @@ def page(guarded):
 @pytest.fixture(scope="session")
 def lab_guarded(browser, server):
     """The guarded context of the shared lab page: `(context, guard, watch)`."""
-    with guarded_context(browser, server, helpers=None) as shared:
+    with guarded_context(browser, server, helpers=None, draw_away=True) as shared:
         yield shared
 
 

@@ -69,6 +69,7 @@ def summary(page, title):
     return page.locator("details.more > summary", has_text=title)
 
 
+@pytest.mark.draws_away
 def test_free_play_shows_few_controls_first_and_a_section_opened_stays_open_after_a_reload(page, server):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(server["url"])
@@ -140,6 +141,7 @@ def test_back_to_the_default_setup_undoes_every_change(fresh_lab):
     assert page.locator("#events-list").inner_text().startswith("No events")
 
 
+@pytest.mark.draws_away
 @pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
 def test_the_page_does_not_jump_while_it_loads(guarded, server, width, height):
     """Every chart keeps its room from the first paint: what is below it does not drop when it draws."""

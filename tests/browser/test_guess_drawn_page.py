@@ -12,6 +12,7 @@ pytestmark = pytest.mark.browser
 DRAWN = f"({READY}) && window.prefixLab.undrawn === 0"
 
 
+@pytest.mark.draws_away
 def test_a_mission_asking_for_a_guess_draws_every_shown_chart(page, server):
     page.set_viewport_size({"width": 1280, "height": 720})  # a laptop's screen: the landscape is below the column's fold
     open_lab(page, server)  # a new player: nothing stored

@@ -128,6 +128,7 @@ def test_panels_model_definitions_are_decoded_once_for_all_the_documents(fresh_l
     assert names["count"] > 10 and names["known"] == len(names["names"]) > 0, names
 
 
+@pytest.mark.draws_away
 def test_a_part_that_cannot_be_made_is_left_out_and_the_rest_of_the_page_is_made(guarded, server):
     """The last of the page's documents names a model BokehJS does not have: it is left out (and said so in the
     console), and the first answer, the charts on screen and every other document are still made and drawn."""

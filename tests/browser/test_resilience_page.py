@@ -25,7 +25,7 @@ def fresh(browser, server):
     def make(limits="{bootMs: 60000, workMs: 20000, replaceMs: 4000}", route=None):
         context = browser.new_context()
         contexts.append(context)
-        context.add_init_script(f"window.prefixLabLimits = {{helpers: 0, ...{limits}}}")  # see guarded_context
+        context.add_init_script(f"window.prefixLabLimits = {{helpers: 0, drawAway: false, ...{limits}}}")  # see guarded_context
 
         def guard(r):
             if not r.request.url.startswith(server["origin"] + "/"):
