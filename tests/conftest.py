@@ -153,6 +153,15 @@ class Guard:
         self.missing.clear()
 
 
+def page_limits(helpers=0, draw_away=False):
+    """The `window.prefixLabLimits` a test's own pages start with (see guarded_context); helpers=None and
+    draw_away=True are a visitor's."""
+    limits = {} if helpers is None else {"helpers": int(helpers)}
+    if not draw_away:
+        limits["drawAway"] = False
+    return limits
+
+
 @contextmanager
 def guarded_context(browser, server, helpers=0, draw_away=False):
     """A new browser context whose pages may talk to the server only; checked when it closes.
@@ -165,7 +174,7 @@ def guarded_context(browser, server, helpers=0, draw_away=False):
     there is what it draws near, tests/browser/test_first_glance_page.py). The shared lab page (`lab`) keeps
     a visitor's of both."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    limits = {**({} if helpers is None else {"helpers": int(helpers)}), **({} if draw_away else {"drawAway": False})}
+    limits = page_limits(helpers, draw_away)
     if limits:
         context.add_init_script(f"window.prefixLabLimits = {{...window.prefixLabLimits, ...{json.dumps(limits)}}}")
     guard = Guard(server["origin"])

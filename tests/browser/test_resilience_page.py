@@ -6,10 +6,11 @@ lines added that act on a marker in the URL. Limits are shortened through `prefi
 Every wait is on the page's own state (`data-lab`, the URL, the status line), never a sleep.
 """
 
+import json
 from pathlib import Path
 
 import pytest
-from conftest import READY, expected_metrics, metrics
+from conftest import READY, expected_metrics, metrics, page_limits
 from helpers import asset
 
 pytestmark = pytest.mark.browser
@@ -25,7 +26,7 @@ def fresh(browser, server):
     def make(limits="{bootMs: 60000, workMs: 20000, replaceMs: 4000}", route=None):
         context = browser.new_context()
         contexts.append(context)
-        context.add_init_script(f"window.prefixLabLimits = {{helpers: 0, drawAway: false, ...{limits}}}")  # see guarded_context
+        context.add_init_script(f"window.prefixLabLimits = {{...{json.dumps(page_limits())}, ...{limits}}}")
 
         def guard(r):
             if not r.request.url.startswith(server["origin"] + "/"):
