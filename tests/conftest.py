@@ -101,6 +101,15 @@ def server(tmp_path_factory):
     proc.wait(timeout=10)
 
 
+# V8 never optimises in the tests' browser: no TurboFan of the page's JavaScript, and Pyodide's WebAssembly stays
+# in Liftoff, its first tier. Most test pages live for seconds, while tiering a hot interpreter up costs a new
+# renderer more than a CPU-second in background threads, on a machine whose two cores the suite keeps busy: the
+# browser tests took 271 s and take 227 s with these (docs/index.md, on the tests). The numbers cannot move, as
+# WebAssembly and JavaScript give the same results in every tier, and the tests of the page's numbers compare them
+# with CPython's. bench/ keeps a visitor's browser: speed is measured there, with every tier.
+TEST_ONLY_FLAGS = ("--js-flags=--no-opt --wasm-tiering-budget=20000000",)
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -108,7 +117,7 @@ def browser():
 
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
         _poll_by_timer(patch)
-        chromium = launch(p)
+        chromium = launch(p, () if os.environ.get("NOFLAGS") else TEST_ONLY_FLAGS)
         yield chromium
         chromium.close()
 

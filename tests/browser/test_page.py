@@ -6,14 +6,16 @@ embed are checked in test_layout_page.py, test_resilience_page.py and test_embed
 
 import pytest
 from conftest import ARTIFACTS, COUNT_VIEWS, READY, expected_metrics, metrics, open_lab, reset_lab, wait_ready_with
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
 
 def checkbox(page, label):
-    """The checkbox named `label` for assistive technology (the bridge names Bokeh's checkboxes)."""
+    """The checkbox named `label` for assistive technology (the bridge names Bokeh's checkboxes, once Bokeh has
+    drawn them: in a section just opened, a moment after it opens)."""
     box = page.get_by_role("checkbox", name=label, exact=True)
-    assert box.count() == 1, f"no single checkbox named {label!r}"
+    expect(box, f"no single checkbox named {label!r}").to_have_count(1)
     return box
 
 

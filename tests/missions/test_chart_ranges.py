@@ -96,8 +96,8 @@ def plotted(fig):
 
 def hidden(fig, name):
     """What `fig` plots off its ranges with no off-chart mark, described."""
-    over = fig.select_one({"name": f"src:{name}_over"})
-    marks = list(over.data["x"]) if over is not None else []
+    over = [r.data_source for r in fig.renderers if r.data_source.name == f"src:{name}_over"]  # `_off_chart`'s
+    marks = list(over[0].data["x"]) if over else []  # (select_one would walk every model of the figure: slow)
     bad = []
     on_x, y_ranges, on_y = shows(fig.x_range, fig.x_scale), {"default": fig.y_range, **fig.extra_y_ranges}, {}
     for range_name, xs, ya, y in plotted(fig):

@@ -37,9 +37,10 @@ def find_browser(playwright: Any = None) -> str | None:
     raise RuntimeError("no Chromium found: run 'playwright install chromium', or install Debian's chromium")
 
 
-def launch(playwright: Any) -> Any:
+def launch(playwright: Any, extra: tuple[str, ...] = ()) -> Any:
     """Start headless Chromium: Playwright's own if installed, else the system's."""
-    return playwright.chromium.launch(headless=True, executable_path=find_browser(playwright), args=CHROMIUM_FLAGS)
+    return playwright.chromium.launch(headless=True, executable_path=find_browser(playwright),
+                                      args=CHROMIUM_FLAGS + list(extra))
 
 
 def serve_site(site: Path) -> tuple[subprocess.Popen, str]:
