@@ -96,8 +96,9 @@ def plotted(fig):
 
 def hidden(fig, name):
     """What `fig` plots off its ranges with no off-chart mark, described."""
-    over = [r.data_source for r in fig.renderers if r.data_source.name == f"src:{name}_over"]  # `_off_chart`'s
-    marks = list(over[0].data["x"]) if over else []  # (select_one would walk every model of the figure: slow)
+    # `_off_chart`'s source, among the figure's renderers (select_one would walk every model of the figure: slow)
+    over = next((r.data_source for r in fig.renderers if r.data_source.name == f"src:{name}_over"), None)
+    marks = list(over.data["x"]) if over is not None else []
     bad = []
     on_x, y_ranges, on_y = shows(fig.x_range, fig.x_scale), {"default": fig.y_range, **fig.extra_y_ranges}, {}
     for range_name, xs, ya, y in plotted(fig):

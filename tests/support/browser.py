@@ -38,7 +38,7 @@ def find_browser(playwright: Any = None) -> str | None:
 
 
 def launch(playwright: Any, extra: tuple[str, ...] = ()) -> Any:
-    """Start headless Chromium: Playwright's own if installed, else the system's."""
+    """Start headless Chromium: Playwright's own if installed, else the system's; `extra` flags after the usual."""
     return playwright.chromium.launch(headless=True, executable_path=find_browser(playwright),
                                       args=CHROMIUM_FLAGS + list(extra))
 
