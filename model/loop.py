@@ -6,12 +6,19 @@ Time only moves forward: scheduling into the past is an error. This is the
 only code that touches the heap: engines schedule with `at` (or `push`, where
 the time cannot be past), and a caller that must look between events steps
 with `peek` and `step`.
+
+A run's given requests, already in arrival order, come as a `feed`: the loop
+holds only the next one, as the event it would be on the heap (its `seq`
+drawn when the one before it runs, as an action scheduling its successor
+would draw it), and takes it whenever it sorts before the heap's first. So
+the order of every event is the heap's own, and an arrival costs no push or
+pop.
 """
 
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["ARRIVE", "FINISH", "SAMPLE", "START", "STEP", "EventLoop"]
@@ -24,12 +31,15 @@ STEP = FINISH  # serving mode: a step's end, like a prefill's end, comes before 
 class EventLoop:
     """Runs scheduled actions in time order; `now` is the time of the current one."""
 
-    __slots__ = ("now", "_heap", "_seq")
+    __slots__ = ("now", "_heap", "_seq", "_feed", "_head", "_time_of")
 
     def __init__(self) -> None:
         self.now = 0.0
         self._heap: list[tuple[float, int, int, Callable[..., Any], tuple]] = []
         self._seq = itertools.count()
+        self._feed: Iterator[Any] = iter(())  # the fed items after `_head`'s, in time order
+        self._head: tuple[float, int, int, Callable[..., Any], tuple] | None = None  # the feed's next event
+        self._time_of: Callable[[Any], float] = float
 
     def at(self, time: float, priority: int, action: Callable[..., Any], *args: Any) -> None:
         """Run `action(*args)` at `time`; among equal times, lower `priority` first."""
@@ -41,19 +51,51 @@ class EventLoop:
         """`at(time, priority, action, *args)` for a time its caller knows is not past: a hot path's, unchecked."""
         heapq.heappush(self._heap, (time, priority, next(self._seq), action, args))
 
+    def feed(self, items: Iterator[Any], time_of: Callable[[Any], float], priority: int,
+             action: Callable[[Any], Any]) -> None:
+        """Run `action(item)` at `time_of(item)` for every item, in the order given (call once, before running):
+        as if each item's action scheduled the next one's with `at` before doing anything else, so an item
+        earlier than the one before it raises as `at` does, when the one before it runs."""
+        self._feed, self._time_of = items, time_of
+        self._head = None
+        first = next(items, None)
+        if first is not None:
+            self._head = (time_of(first), priority, next(self._seq), action, (first,))
+
+    def _take_head(self) -> tuple[float, int, int, Callable[..., Any], tuple]:
+        """The feed's next event, its successor drawn in its place (`now` is not moved yet)."""
+        head = self._head
+        assert head is not None
+        following = next(self._feed, None)
+        if following is None:
+            self._head = None
+        else:
+            time = self._time_of(following)
+            if time < head[0]:
+                raise ValueError(f"cannot schedule at {time}, before now ({head[0]})")
+            self._head = (time, head[1], next(self._seq), head[3], (following,))
+        return head
+
     def peek(self) -> float | None:
         """The time of the next scheduled action, or None if there is none."""
-        return self._heap[0][0] if self._heap else None
+        heap, head = self._heap, self._head
+        if head is not None and (not heap or head < heap[0]):
+            return head[0]
+        return heap[0][0] if heap else None
 
     def step(self) -> None:
         """Run the next scheduled action."""
-        time, _, _, action, args = heapq.heappop(self._heap)
+        heap, head = self._heap, self._head
+        if head is not None and (not heap or head < heap[0]):
+            time, _, _, action, args = self._take_head()
+        else:
+            time, _, _, action, args = heapq.heappop(heap)
         self.now = time
         action(*args)
 
     def advance(self) -> bool:
         """Run the next scheduled action, if there is one; say whether there was."""
-        if not self._heap:
+        if not self._heap and self._head is None:
             return False
         self.step()
         return True
@@ -61,8 +103,16 @@ class EventLoop:
     def run(self, until: float = math.inf) -> None:
         """Run actions until none is left or the next one is after `until`."""
         heap, pop = self._heap, heapq.heappop
-        while heap and heap[0][0] <= until:  # `step()`, written out: it runs once per event
-            time, _, _, action, args = pop(heap)
+        while True:  # `step()`, written out: it runs once per event
+            head = self._head
+            if head is not None and (not heap or head < heap[0]):
+                if head[0] > until:
+                    return
+                time, _, _, action, args = self._take_head()
+            elif heap and heap[0][0] <= until:
+                time, _, _, action, args = pop(heap)
+            else:
+                return
             self.now = time
             action(*args)
 
@@ -71,12 +121,20 @@ class EventLoop:
         caller follows a counter the actions move (`model.studies.tree`: the trees' shared clock) at no call per event."""
         heap, pop = self._heap, heapq.heappop
         note, when = values.append, times.append
-        while heap and heap[0][0] <= until:
-            time, _, _, action, args = pop(heap)
+        while True:
+            head = self._head
+            if head is not None and (not heap or head < heap[0]):
+                if head[0] > until:
+                    return
+                time, _, _, action, args = self._take_head()
+            elif heap and heap[0][0] <= until:
+                time, _, _, action, args = pop(heap)
+            else:
+                return
             self.now = time
             action(*args)
             note(clock.now)
             when(time)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + (self._head is not None)

@@ -4,8 +4,8 @@ Both engines' runs (`engines.lab.Run`, `engines.serving_run.ServingRun`) are a
 `RunShell` plus what their replicas do: the shell sets up the scenario's
 hardware profile, the source that waits for answers (agent runs, closed
 users) or the list or stream of requests given, one event loop and the
-dispatcher, and it sends given requests at their arrival times, keeping only
-the next one on the heap, and samples every replica at each bin edge. An
+dispatcher, and it sends given requests at their arrival times as the
+loop's feed (which holds only the next one), and samples every replica at each bin edge. An
 engine says how a routed request is served (`_route`), what a sample holds
 (`_sample_replicas`) and how the run is measured (`finish`).
 
@@ -13,7 +13,8 @@ Order of events at one instant: a prefill's or a step's end first, then
 arrivals, then the series sample at a bin edge (`model.loop`'s priorities).
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from model.config import Scenario
 from model.gpus.hardware import Profile
@@ -26,11 +27,13 @@ from model.sources.traffic import Request
 
 __all__ = ["RunShell"]
 
+_ARRIVAL = attrgetter("arrival_s")
+
 
 class RunShell:
     """One scenario in progress, either engine: `step()` runs one event, `finish()` the rest and measures."""
 
-    __slots__ = ("scenario", "profile", "notes", "agents", "loop", "dispatch", "bin_s", "_pending", "_stream")
+    __slots__ = ("scenario", "profile", "notes", "agents", "loop", "dispatch", "bin_s", "_stream")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None, limit: int | None) -> None:
         self.scenario = scenario
@@ -40,16 +43,13 @@ class RunShell:
         self.agents: AgentRuns | ClosedUsers | None = looped_source(scenario, limit) if requests is None else None
         self.loop = EventLoop()
         self.bin_s = scenario.duration_s / BINS
-        self._pending: Iterator[Request] = iter(())  # given requests not yet sent, in arrival order
         self._stream = False  # the given requests are a stream (a trace being read), not a list
 
     def _play(self, requests: Iterable[Request]) -> None:
-        """Send `requests` at their arrival times (call once, after the replicas are made)."""
-        self._pending = iter(requests)
+        """Send `requests` at their arrival times (call once, after the replicas are made): the loop's feed, so
+        that only the next one is held (a stream read out of order raises as it runs)."""
         self._stream = not isinstance(requests, Sequence)
-        first = next(self._pending, None)
-        if first is not None:
-            self.loop.at(first.arrival_s, ARRIVE, self._arrive, first)
+        self.loop.feed(iter(requests), _ARRIVAL, ARRIVE, self._route)
 
     def _route_with(self, scenario: Scenario, force: dict[int, int] | None) -> None:
         """The dispatcher for the replicas `scenario` routes to (`force`: request id -> replica, counterfactuals)."""
@@ -62,12 +62,6 @@ class RunShell:
     def step(self) -> bool:
         """Run the next event; False once none is left."""
         return self.loop.advance()
-
-    def _arrive(self, request: Request) -> None:
-        following = next(self._pending, None)
-        if following is not None:  # arrivals are sorted: keep only the next one on the heap (a stream read out of
-            self.loop.at(following.arrival_s, ARRIVE, self._arrive, following)  # order raises here)
-        self._route(request)
 
     def _route(self, request: Request) -> None:
         raise NotImplementedError

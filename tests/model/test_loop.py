@@ -89,3 +89,67 @@ def test_advance_runs_one_action_while_there_is_one():
     loop.at(1.0, 0, ran.append, "a")
     assert loop.advance() and ran == ["a"] and loop.now == 1.0
     assert not loop.advance() and ran == ["a"]
+
+
+def _chained(loop, items, priority, action):
+    """What `feed` stands for: each item's action schedules the next item's with `at` before anything else."""
+    rest = iter(items)
+
+    def arrive(item):
+        following = next(rest, None)
+        if following is not None:
+            loop.at(following, priority, arrive, following)
+        action(item)
+
+    first = next(rest, None)
+    if first is not None:
+        loop.at(first, priority, arrive, first)
+
+
+def test_a_feed_runs_in_the_order_the_same_items_chained_with_at_would():
+    """Fed items tie with scheduled events at equal times and priorities: the order is the heap's own."""
+    def play(feeding):
+        loop, seen, note = recorder()
+        items = [0.5, 1.0, 1.0, 2.0, 3.0]
+
+        def arrived(t):
+            note(f"arrive {t}")
+            loop.at(loop.now, 1, note, f"echo {t}")  # same time and priority: after anything already queued
+            loop.at(loop.now + 1.0, 0, note, f"done {t}")
+
+        loop.at(1.0, 1, note, "queued first")
+        loop.at(2.0, 0, note, "finish at 2")
+        if feeding:
+            loop.feed(iter(items), float, 1, arrived)
+        else:
+            _chained(loop, items, 1, arrived)
+        loop.at(1.0, 1, note, "queued after")
+        assert len(loop) == 4 and loop.peek() == 0.5
+        loop.run(until=1.0)
+        middle = (len(loop), loop.peek())
+        loop.run()
+        return seen, middle
+
+    fed, chained = play(True), play(False)
+    assert fed == chained
+    labels = [label for _, label in fed[0]]
+    # the item at 1.0 was scheduled when the one at 0.5 ran: after both events queued before the run
+    assert labels.index("queued first") < labels.index("queued after") < labels.index("arrive 1.0")
+
+
+def test_a_fed_item_earlier_than_the_one_before_it_raises_when_that_one_runs():
+    loop, seen, note = recorder()
+    loop.feed(iter([1.0, 2.0, 1.5]), float, 1, note)
+    loop.step()
+    with pytest.raises(ValueError, match="before now"):
+        loop.step()
+    assert seen == [(1.0, 1.0)]
+
+
+def test_step_and_advance_take_fed_items_too():
+    loop, seen, note = recorder()
+    loop.feed(iter([1.0, 2.0]), float, 1, note)
+    loop.at(1.5, 0, note, "between")
+    while loop.advance():
+        pass
+    assert seen == [(1.0, 1.0), (1.5, "between"), (2.0, 2.0)] and len(loop) == 0 and loop.peek() is None

@@ -28,7 +28,6 @@ rule; how many go, and when, are the run's.
 Standard library, `model` only: this runs in the browser too.
 """
 
-import heapq
 import json
 import math
 from bisect import bisect_left
@@ -69,21 +68,24 @@ def _stretch(scenario: Scenario, arrivals: list[float]) -> tuple[float, float]:
 
 
 class _Trees:
-    """Every replica's leaves as the records and the evictions move them (see the module's docstring)."""
+    """Every replica's leaves as the records and the evictions move them (see the module's docstring).
 
-    __slots__ = ("ids", "info", "tokens", "touched", "children", "heaps", "held", "capacity", "events", "pushed")
+    Each replica's leaves in recency order are a dict's keys: touching one moves it to the end (`film` does
+    so itself), and eviction walks from the front. The film's events come in time order, so the order in which leaves
+    were last touched is the order of their last touch times (equal times in the order touched).
+    """
+
+    __slots__ = ("ids", "info", "tokens", "children", "recency", "held", "capacity", "events")
 
     def __init__(self, replicas: int, capacity: int) -> None:
         self.ids: dict[tuple[int, int, int], int] = {}  # (replica, system prompt, session or -1 for a trunk) -> id
         self.info: list[tuple[int, int, int]] = []  # id -> that key
         self.tokens: list[int] = []
-        self.touched: list[float] = []  # when a request last read or wrote it
         self.children: dict[int, int] = {}  # trunk id -> leaves of it holding tokens
-        self.heaps: list[list[tuple[float, int, int]]] = [[] for _ in range(replicas)]  # (touched, stamp, id)
+        self.recency: list[dict[int, None]] = [{} for _ in range(replicas)]  # leaf ids, least recently touched first
         self.held = [0] * replicas  # each replica's tokens
         self.capacity = capacity
         self.events: list[tuple[float, int, int]] = []  # (time, leaf id, tokens after)
-        self.pushed = 0  # stamps: equal times pop in the order they were touched
 
     def leaf(self, replica: int, system: int, session: int) -> int:
         key = (replica, system, session)
@@ -92,7 +94,6 @@ class _Trees:
             got = self.ids[key] = len(self.info)
             self.info.append(key)
             self.tokens.append(0)
-            self.touched.append(-1.0)
         return got
 
     def set(self, t: float, i: int, tokens: int) -> None:
@@ -108,35 +109,26 @@ class _Trees:
                 self.children[trunk] = self.children.get(trunk, 0) + (tokens > 0) - (before > 0)
         self.events.append((t, i, tokens))
 
-    def touch(self, t: float, i: int) -> None:
-        self.touched[i] = t
-        self.pushed += 1
-        heapq.heappush(self.heaps[self.info[i][0]], (t, self.pushed, i))
-
     def evict(self, t: float, replica: int, tokens: int, keep: int = -1) -> None:
         """Take `tokens` from `replica`'s least recently used leaves (never `keep`), a trunk only once it holds
         no leaf."""
-        heap, skipped = self.heaps[replica], []
-        while tokens > 0 and heap:
-            entry = heapq.heappop(heap)
-            when, _, i = entry
-            if when != self.touched[i] or self.tokens[i] == 0:
-                continue  # touched again since (a newer entry stands for it), or empty
-            if i == keep or (self.info[i][2] == -1 and self.children.get(i, 0) > 0):
-                skipped.append(entry)
+        recent, emptied = self.recency[replica], []
+        sizes, info, children = self.tokens, self.info, self.children
+        for i in recent:
+            if tokens <= 0:
+                break
+            if sizes[i] == 0:
+                emptied.append(i)
                 continue
-            taken = min(tokens, self.tokens[i])
-            self.set(t, i, self.tokens[i] - taken)
+            if i == keep or (info[i][2] == -1 and children.get(i, 0) > 0):
+                continue
+            taken = min(tokens, sizes[i])
+            self.set(t, i, sizes[i] - taken)  # changes no dict's keys: `recent` may go on
             tokens -= taken
-            if self.tokens[i]:
-                skipped.append(entry)
-        for entry in skipped:
-            heapq.heappush(heap, entry)
-
-    def fit(self, t: float, replica: int, keep: int) -> None:
-        """Evict what is over the replica's capacity (a record found more than the drawing held)."""
-        if self.capacity and self.held[replica] > self.capacity:
-            self.evict(t, replica, self.held[replica] - self.capacity, keep)
+            if not sizes[i]:
+                emptied.append(i)
+        for i in emptied:  # an empty leaf holds nothing to take until a request touches it again
+            del recent[i]
 
 
 def _ends(r: RequestRecord) -> tuple[float, float]:
@@ -170,6 +162,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     start_leaves: list[int] | None = None
     cache = scenario.fleet.cache
     leaves: list[tuple[int, int] | None] = [None] * len(records)  # request -> (its trunk or -1, its leaf)
+    tokens, recency, size, capacity = trees.tokens, trees.recency, trees.held, trees.capacity
     for t, phase, k in timeline:
         if start_leaves is None and t >= t0:
             start_leaves = list(trees.tokens)
@@ -184,28 +177,34 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
             pair = leaves[k] = (trees.leaf(r.replica, r.system_prompt, -1) if trunk_tokens else -1,
                                 trees.leaf(r.replica, r.system_prompt, session))
         trunk, leaf = pair
-        held = trees.tokens[trunk] if trunk >= 0 else 0
         if not cache:
             continue  # no cache: no tree to grow
+        held = tokens[trunk] if trunk >= 0 else 0
+        replica = r.replica
+        recent = recency[replica]  # `trees.touch`, written out: twice per event
         if trunk >= 0:
-            trees.touch(t, trunk)
-        trees.touch(t, leaf)
+            recent.pop(trunk, None)
+            recent[trunk] = None
+        recent.pop(leaf, None)
+        recent[leaf] = None
         if not phase:  # it starts: what its record found is what its leaf holds
             trees.set(t, leaf, max(0, r.cached_tokens - held))
-            trees.fit(t, r.replica, leaf)
+            if capacity and size[replica] > capacity:  # `trees.fit`, written out
+                trees.evict(t, replica, size[replica] - capacity, leaf)
             continue
         cell = cells[k]
-        evicted = series.evicted_tokens[r.replica][cell[1]] if cell[1] >= 0 else 0
+        evicted = series.evicted_tokens[replica][cell[1]] if cell[1] >= 0 else 0
         if evicted and added.get(cell):
             covered[cell] = covered.get(cell, 0) + news[k]
             due = round(evicted * covered[cell] / added[cell])  # cumulative, so the bin's shares sum to its count
-            trees.evict(t, r.replica, due - shared.get(cell, 0), leaf)
+            trees.evict(t, replica, due - shared.get(cell, 0), leaf)
             shared[cell] = due
         if trunk >= 0:
             trees.set(t, trunk, max(held, trunk_tokens))
         cached_after = r.prompt_tokens + (r.answer_tokens if r.session >= 0 else 0) - trunk_tokens
-        trees.set(t, leaf, max(trees.tokens[leaf], cached_after))
-        trees.fit(t, r.replica, leaf)
+        trees.set(t, leaf, max(tokens[leaf], cached_after))
+        if capacity and size[replica] > capacity:
+            trees.evict(t, replica, size[replica] - capacity, leaf)
     if start_leaves is None:
         start_leaves = list(trees.tokens)
         trees.events.clear()
