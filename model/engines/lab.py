@@ -142,8 +142,7 @@ def _measure(scenario: Scenario, arrived: int, served: list[Served], replicas: l
     """Measure a finished run from all its served requests (kept, as most runs do), in arrival order."""
     served.sort(key=_REQUEST_ID)
     tally = _Tally(scenario, len(replicas), bin_s, profile, keep=True)
-    for s in served:
-        tally.take(s)
+    tally.take_all(served)
     return tally.result(arrived, replicas, backlog, profile, notes, kv, overestimate)
 
 
@@ -193,78 +192,91 @@ class _Tally:
 
     def take(self, s: Served) -> None:
         """Measure one served request, the next in arrival order."""
-        # the request's fields in one unpacking, not one attribute look-up each: this runs once per request
-        _, arrival_s, session, turn, system_prompt, _, _, user_tokens, answer_tokens, _, prompt, _, _ = s.request
-        cached = s.cached_tokens
-        got = s.fetched_tokens
-        have = cached + got  # fetched tokens are not recomputed
-        missing, elsewhere = prompt - have, s.held_elsewhere - have
-        recomputed = missing if missing < elsewhere else elsewhere
-        if recomputed < 0:
-            recomputed = 0
-        self.recomputed_sum += recomputed
-        self.fetched += got
-        self.fetch_s += s.fetch_s
-        arrival = round(arrival_s, 6)
-        if arrival < self.duration_s:
-            self.offered_n += 1
-        start = s.start_s
-        queue_s = start - arrival_s
-        prefill_s = s.prefill_s
-        rounded = self.rounded
-        prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
-        if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
-            if len(rounded) > 65_536:  # a stream of many sizes: start again (the values are the same)
-                rounded.clear()
-            prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
-        if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
-            queue_ms, ttft_ms = 0.0, prefill_ms
-        else:
-            queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
-        i = s.replica
-        record: RequestRecord = tuple.__new__(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
-            arrival, session, turn, system_prompt, i, prompt,
-            user_tokens, answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
-        if self.keep:
-            self.records.append(record)
-        if self.on_record is not None:
-            self.on_record(record)
-        h = self.headline  # `Headline.add(record)`, written out: it runs once per request
-        h.requests[i] += 1
-        h.cached[i] += cached
-        h.prompt[i] += prompt
-        h.ttfts.append(ttft_ms)
-        if turn > 0 and user_tokens >= 0:
-            h.continuing += 1
-            h.found += cached >= prompt - user_tokens
-        bin_s = self.bin_s
-        k = int(arrival / bin_s)
-        if k > BINS - 1:
-            k = BINS - 1
-        bins = self.bins
-        bins.ttfts[k].append(ttft_ms)
-        bins.cached[k] += cached
-        bins.prompt[k] += prompt
-        end = start + prefill_s
-        if end > self.makespan:
-            self.makespan = end
-        # spread the prefill's busy time over the bins it covers (min and max as comparisons)
-        a, b = start, end
-        row = self.busy[i]
-        first, stop = int(a / bin_s), int(b / bin_s) + 1
-        if stop == first + 1 and first < BINS:  # one bin (most prefills): the loop below, once, written out
-            hi, lo = stop * bin_s, first * bin_s
-            overlap = (b if b < hi else hi) - (a if a > lo else lo)
-            if overlap > 0:
-                row[first] += overlap
-            self.taken += 1
-            return
-        for k in range(first, stop if stop < BINS else BINS):
-            hi, lo = (k + 1) * bin_s, k * bin_s
-            overlap = (b if b < hi else hi) - (a if a > lo else lo)
-            if overlap > 0:
-                row[k] += overlap
-        self.taken += 1
+        self.take_all((s,))
+
+    def take_all(self, served: Iterable[Served]) -> None:
+        """Measure served requests, the next ones in arrival order: the loop runs once per request, so what it
+        adds up is kept in local names and stored once at the end."""
+        duration_s, bin_s, keep, on_record = self.duration_s, self.bin_s, self.keep, self.on_record
+        rounded, records, bins, busy = self.rounded, self.records, self.bins, self.busy
+        h = self.headline
+        h_requests, h_cached, h_prompt, ttfts = h.requests, h.cached, h.prompt, h.ttfts
+        bin_ttfts, bin_cached, bin_prompt = bins.ttfts, bins.cached, bins.prompt
+        recomputed_sum, fetched, fetch_s, offered_n = self.recomputed_sum, self.fetched, self.fetch_s, self.offered_n
+        makespan, continuing, found, taken = self.makespan, h.continuing, h.found, self.taken
+        top = BINS - 1
+        make = tuple.__new__
+        for s in served:
+            # the request's fields in one unpacking, not one attribute look-up each
+            _, arrival_s, session, turn, system_prompt, _, _, user_tokens, answer_tokens, _, prompt, _, _ = s.request
+            cached = s.cached_tokens
+            got = s.fetched_tokens
+            have = cached + got  # fetched tokens are not recomputed
+            missing, elsewhere = prompt - have, s.held_elsewhere - have
+            recomputed = missing if missing < elsewhere else elsewhere
+            if recomputed > 0:
+                recomputed_sum += recomputed
+            else:
+                recomputed = 0
+            fetched += got
+            fetch_s += s.fetch_s
+            arrival = round(arrival_s, 6)
+            if arrival < duration_s:
+                offered_n += 1
+            start = s.start_s
+            queue_s = start - arrival_s
+            prefill_s = s.prefill_s
+            prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+            if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
+                if len(rounded) > 65_536:  # a stream of many sizes: start again (the values are the same)
+                    rounded.clear()
+                prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
+            if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
+                queue_ms, ttft_ms = 0.0, prefill_ms
+            else:
+                queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+            i = s.replica
+            record: RequestRecord = make(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
+                arrival, session, turn, system_prompt, i, prompt,
+                user_tokens, answer_tokens, cached, recomputed, queue_ms, prefill_ms, ttft_ms, None, None, None))
+            if keep:
+                records.append(record)
+            if on_record is not None:
+                on_record(record)
+            h_requests[i] += 1  # `Headline.add(record)`, written out
+            h_cached[i] += cached
+            h_prompt[i] += prompt
+            ttfts.append(ttft_ms)
+            if turn > 0 and user_tokens >= 0:
+                continuing += 1
+                found += cached >= prompt - user_tokens
+            k = int(arrival / bin_s)
+            if k > top:
+                k = top
+            bin_ttfts[k].append(ttft_ms)
+            bin_cached[k] += cached
+            bin_prompt[k] += prompt
+            end = start + prefill_s
+            if end > makespan:
+                makespan = end
+            # spread the prefill's busy time over the bins it covers (min and max as comparisons)
+            a, b = start, end
+            row = busy[i]
+            first, stop = int(a / bin_s), int(b / bin_s) + 1
+            taken += 1
+            if stop == first + 1 and first < BINS:  # one bin (most prefills): the loop below, once, written out
+                hi, lo = stop * bin_s, first * bin_s
+                overlap = (b if b < hi else hi) - (a if a > lo else lo)
+                if overlap > 0:
+                    row[first] += overlap
+                continue
+            for k in range(first, stop if stop < BINS else BINS):
+                hi, lo = (k + 1) * bin_s, k * bin_s
+                overlap = (b if b < hi else hi) - (a if a > lo else lo)
+                if overlap > 0:
+                    row[k] += overlap
+        self.recomputed_sum, self.fetched, self.fetch_s, self.offered_n = recomputed_sum, fetched, fetch_s, offered_n
+        self.makespan, h.continuing, h.found, self.taken = makespan, continuing, found, taken
 
     def result(self, arrived: int, replicas: list[Replica], backlog: list[list[float]], profile: Profile,
                notes: tuple[str, ...], kv: tuple[list[list[int]], list[list[int]], list[list[int]]],

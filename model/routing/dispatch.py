@@ -28,13 +28,14 @@ __all__ = ["Dispatcher", "held_elsewhere"]
 class Dispatcher:
     """One run's router: choose a replica per request, keeping the router's memory and its errors."""
 
-    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes", "heads")
+    __slots__ = ("kind", "policy", "memory", "force", "watch", "believed", "overestimated", "notes", "heads", "_own")
 
     def __init__(self, scenario: Scenario, force: dict[int, int] | None = None) -> None:
         r = scenario.router
         self.kind = r.kind
         self.policy = make_router(scenario)
-        own = isinstance(self.policy, SGLang)  # keeps its own index of what it sent: router.view does not apply
+        own = self._own = isinstance(self.policy, SGLang)  # keeps its own index of what it sent: router.view
+        # does not apply
         self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" and not own else None
         self.notes: tuple[str, ...] = ((f"The {self.policy.label} keeps its own tree of the text it routed: what the "
                                         "router knows (router.view) does not apply to it",)
@@ -53,8 +54,8 @@ class Dispatcher:
             raise RuntimeError(f"router {self.kind} chose replica {index} of {len(replicas)}")
         if self.watch is not None:
             self.watch(view, index)
-        if isinstance(self.policy, SGLang):  # told where the request went, forced or not, as the real router knows
-            believed = self.policy.sent(index)
+        if self._own:  # told where the request went, forced or not, as the real router knows
+            believed = self.policy.sent(index)  # type: ignore[attr-defined]
             self.believed += believed
             self.overestimated += max(0, believed - view.actual(index))
         elif self.memory is not None:

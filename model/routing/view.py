@@ -22,6 +22,7 @@ on replica 0.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -193,9 +194,25 @@ class View:
         return [self.actual(i) for i in range(len(self.replicas))]
 
     def backlog(self, i: int) -> float:
-        """Seconds of work ahead of the request on replica `i`."""
+        """Seconds of work ahead of the request on replica `i` (the fleet's list if made, else that replica's own:
+        the same number)."""
         b = self._backlogs
-        return (self.backlogs() if b is None else b)[i]
+        return self.replicas[i].backlog(self.now) if b is None else b[i]
+
+    def least_backlog(self) -> float:
+        """`min(backlogs())`, looking no further once an idle replica is found: no backlog is below 0, so the
+        first that is 0 is the least (with many replicas most are idle, and most decisions end after a few)."""
+        b = self._backlogs
+        if b is not None:
+            return min(b)
+        now, least = self.now, math.inf
+        for r in self.replicas:
+            x = r.backlog(now)
+            if x <= 0.0:
+                return x
+            if x < least:
+                least = x
+        return least
 
     def backlogs(self) -> list[float]:
         """`backlog(i)` of every replica, in index order (worked out once per decision)."""

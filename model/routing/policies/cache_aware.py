@@ -27,9 +27,10 @@ class CacheAware(Policy, key='cache_aware', label='Cache-aware',
         best = view.longest_match()
         if self.threshold is None:
             return best
-        b = view.backlogs()
-        if b[best] - min(b) > self.threshold:  # min(b) is the least-loaded replica's backlog, whichever it is:
-            return view.least_loaded()  # its index (ties broken) is worked out only for a spill
+        # the least backlog is the least-loaded replica's, whichever it is: its index (ties broken) is worked out
+        # only for a spill
+        if view.backlog(best) - view.least_backlog() > self.threshold:
+            return view.least_loaded()
         return best
 
     def scores(self, view: View) -> tuple[str, list[float]]:
