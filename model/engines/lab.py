@@ -123,10 +123,12 @@ class Run(RunShell):
         self.arrived += 1
         view, index = self.dispatch.route(request, replicas, loop.now)
         replica = replicas[index]
-        ticket = replica.enqueue(request)  # its match is the chosen tree's: no need to walk that tree again
+        if replica.running is None:  # idle: it starts at once
+            ticket = replica.start_now(request, loop.now)  # its match is the chosen tree's: no second walk of it
+            loop.push(replica.busy_until, FINISH, self._finish, (replica,))
+        else:
+            ticket = replica.enqueue(request)
         ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens)
-        if replica.running is None:
-            self._start(replica)
 
     def _sample_replicas(self, now: float) -> None:
         for r in self.replicas:

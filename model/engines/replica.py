@@ -116,6 +116,29 @@ class Replica:
         self.queued_work_s += served.estimate_s
         return served
 
+    def start_now(self, request: Request, now: float) -> Served:
+        """`enqueue(request)` then `start_next(now)` on an idle replica (nothing running, nothing queued), in one
+        step: its prefill is the time enqueue estimated (the same match, the same formula), and the queue's work
+        is back to 0.0 as start_next leaves it."""
+        if self.fetcher is not None or self.running is not None:  # a fetch is planned again at the start
+            self.enqueue(request)
+            return self.start_next(now)
+        self.last_routed = request.id
+        lock, at, matched = None, 0, 0
+        if self.cache:
+            lock, at, matched = self.tree.find_locked(request.keys)
+        if self.timing is None:
+            seconds = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
+        else:
+            seconds = self.timing(request.prompt_tokens - matched, matched)
+        served = Served(request, self.index, lock, matched, seconds, False, at)
+        served.start_s = now
+        served.prefill_s = seconds
+        self.busy_until = now + seconds
+        self.busy_s += seconds
+        self.running = served
+        return served
+
     def start_next(self, now: float) -> Served:
         """Start prefill of the oldest queued request; returns it with its times set."""
         served = self.queue.popleft()

@@ -5,12 +5,13 @@ import json
 from collections import defaultdict
 
 import pytest
-from helpers import canonical, everything, request
+from helpers import canonical, everything, fleet, request, tree_nodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import ROUTERS, Scenario, generate, simulate
 from model.engines.lab import Run
+from model.engines.replica import Served
 from model.metrics import percentile
 
 
@@ -226,3 +227,29 @@ def test_more_memory_never_hurts_the_hit_rate_much_and_cache_beats_no_cache():
     assert on.ttft_p50_ms < off.ttft_p50_ms and on.prefill_gpu_s < off.prefill_gpu_s
     small, big = run(fleet__memory_gb=0.25, router__kind="cache_aware"), run(fleet__memory_gb=8, router__kind="cache_aware")
     assert big.hit_rate > small.hit_rate
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_an_idle_replica_starting_at_once_is_enqueue_then_start_next(timed):
+    """`Replica.start_now` (lab mode's path for a request routed to an idle replica) leaves the replica, its tree
+    and the served request exactly as queueing it and starting the queue's head would."""
+    timing = (lambda uncached, before: 0.02 + uncached * 1e-4 + before * 1e-7) if timed else None
+    ways = []
+    for fused in (False, True):
+        [replica] = fleet(1)
+        replica.timing = timing
+        first = request(0, ["sys", ("u", 0)], [3_000, 200])
+        replica.enqueue(first)
+        replica.start_next(0.0)
+        replica.finish()
+        later = request(1, ["sys", ("u", 0), ("answer", 0), ("u", 1)], [3_000, 200, 10, 150], arrival_s=1.0)
+        if fused:
+            served = replica.start_now(later, 1.0)
+        else:
+            replica.enqueue(later)
+            served = replica.start_next(1.0)
+        ways.append(({k: getattr(served, k) for k in Served.__slots__ if k != "lock"},
+                     served.lock is not None, replica.busy_until, replica.busy_s, replica.queued_work_s,
+                     len(replica.queue), replica.running is served, replica.last_routed, tree_nodes(replica.tree)))
+    assert ways[0] == ways[1]
+    assert ways[1][0]["cached_tokens"] == 3_210 and ways[1][0]["start_s"] == 1.0
