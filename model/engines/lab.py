@@ -21,7 +21,7 @@ from model.engines.shell import RunShell
 from model.gpus.hardware import Profile
 from model.holders import FirstKeys
 from model.loop import FINISH
-from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio
+from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio, rounded
 from model.routing.dispatch import held_elsewhere
 from model.sources.traffic import Request, generate
 from model.studies.explainers import fetch_plan, fleet_link
@@ -132,7 +132,7 @@ class Run(RunShell):
 
     def _sample_replicas(self, now: float) -> None:
         for r in self.replicas:
-            self.backlog[r.index].append(round(r.backlog(now), 4))
+            self.backlog[r.index].append(rounded(r.backlog(now), 4))
             self.in_use[r.index].append(r.tree.locked_tokens)
             self.cached[r.index].append(r.tree.total_tokens - r.tree.locked_tokens)
             self.evicted[r.index].append(r.tree.evicted_tokens)
@@ -200,7 +200,7 @@ class _Tally:
         """Measure served requests, the next ones in arrival order: the loop runs once per request, so what it
         adds up is kept in local names and stored once at the end."""
         duration_s, bin_s, keep, on_record = self.duration_s, self.bin_s, self.keep, self.on_record
-        rounded, records, bins, busy = self.rounded, self.records, self.bins, self.busy
+        rounded_ms, records, bins, busy = self.rounded, self.records, self.bins, self.busy
         h = self.headline
         h_requests, h_cached, h_prompt, ttfts = h.requests, h.cached, h.prompt, h.ttfts
         bin_ttfts, bin_cached, bin_prompt = bins.ttfts, bins.cached, bins.prompt
@@ -222,21 +222,21 @@ class _Tally:
                 recomputed = 0
             fetched += got
             fetch_s += s.fetch_s
-            arrival = round(arrival_s, 6)
+            arrival = rounded(arrival_s, 6)
             if arrival < duration_s:
                 offered_n += 1
             start = s.start_s
             queue_s = start - arrival_s
             prefill_s = s.prefill_s
-            prefill_ms = rounded.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+            prefill_ms = rounded_ms.get(prefill_s)  # the ms values as `ms()` rounds them, written out
             if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
-                if len(rounded) > 65_536:  # a stream of many sizes: start again (the values are the same)
-                    rounded.clear()
-                prefill_ms = rounded[prefill_s] = round(prefill_s * 1000.0, 3)
+                if len(rounded_ms) > 65_536:  # a stream of many sizes: start again (the values are the same)
+                    rounded_ms.clear()
+                prefill_ms = rounded_ms[prefill_s] = rounded(prefill_s * 1000.0, 3)
             if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
                 queue_ms, ttft_ms = 0.0, prefill_ms
             else:
-                queue_ms, ttft_ms = round(queue_s * 1000.0, 3), round((queue_s + prefill_s) * 1000.0, 3)
+                queue_ms, ttft_ms = rounded(queue_s * 1000.0, 3), rounded((queue_s + prefill_s) * 1000.0, 3)
             i = s.replica
             record: RequestRecord = make(RequestRecord, (  # RequestRecord(...) without its Python-level __new__
                 arrival, session, turn, system_prompt, i, prompt,
@@ -343,7 +343,7 @@ def _series(bins: _Bins, busy: list[list[float]], backlog: list[list[float]], bi
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
         requests=counts,
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
-        replica_load=tuple(tuple(round(x / bin_s if x < bin_s else 1.0, 4) for x in row) for row in busy),
+        replica_load=tuple(tuple(rounded(x / bin_s if x < bin_s else 1.0, 4) for x in row) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
         kv_running_tokens=running,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from lab.page.figures.base import Context, Figure, bin_mids, replica_name, shaded
 from lab.page.figures.fleetview import memory_data, per_result, replica_colour
-from model import Result
+from model import Result, rounded
 
 
 def ttft_columns(result: Result) -> dict[str, list]:
@@ -21,7 +21,7 @@ def ttft_columns(result: Result) -> dict[str, list]:
 
 def hit_columns(result: Result) -> dict[str, list]:
     """The hit rate per bin in percent, at each bin's middle."""
-    return {"t": bin_mids(result), "hit": [None if h is None else round(h * 100, 3) for h in result.series.hit_rate]}
+    return {"t": bin_mids(result), "hit": [None if h is None else rounded(h * 100, 3) for h in result.series.hit_rate]}
 
 
 def _ttft_data(c: Context) -> dict[str, dict]:
@@ -61,8 +61,8 @@ def _load_data(c: Context) -> dict[str, dict]:
         n = min(len(mids), len(loads), len(queued))
         t += mids[:n]
         replica += [replica_name(i)] * n
-        busy += [round((1.0 if 1.0 < load else load) * 100, 1) for load in loads[:n]]  # min(load, 1.0)
-        backlog += [round(q, 3) for q in queued[:n]]
+        busy += [rounded((1.0 if 1.0 < load else load) * 100, 1) for load in loads[:n]]  # min(load, 1.0)
+        backlog += [rounded(q, 3) for q in queued[:n]]
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
@@ -137,9 +137,9 @@ def remembered_histograms(ttfts: tuple[float, ...]) -> dict:
     # Each value's bin counted first, then clamped once per bin (a few dozen) rather than once per value.
     for b, n in Counter([floor(log10(t if t > 1.0 else 1.0) * 10) for t in ttfts]).items():
         counts[min(hi - lo - 1, max(0, b - lo))] += n
-    edges = [round(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
+    edges = [rounded(10 ** ((lo + k) / 10), 3) for k in range(hi - lo + 1)]
     return {"left": edges[:-1], "right": edges[1:], "count": counts,
-            "share": [round(n / len(ttfts) * 100, 3) for n in counts]}
+            "share": [rounded(n / len(ttfts) * 100, 3) for n in counts]}
 
 
 def _dist_caption(c: Context) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lab.page.store import STORE
-from model import PRESETS, ROUTERS, Result, Scenario
+from model import PRESETS, ROUTERS, Result, Scenario, rounded
 
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000")  # Okabe-Ito
 REPLICA_COLOURS = PALETTE[:6] + (PALETTE[7], "#999999")  # Okabe-Ito without its yellow, which white swallows
@@ -95,12 +95,12 @@ def memory_data(result: Result) -> dict[str, list[Any]]:
     """Per bin (at its end), the fleet's KV tokens held by running requests, the cached prefixes they pin, and
     the cache besides; and per bin (at its middle, `mid`), the tokens evicted in it; in thousands."""
     s = result.series
-    ends = [round(t + s.bin_s, 3) for t in s.start_s]
-    running, cached, pinned, evicted = ([round(sum(col) / 1000, 3) for col in zip(*rows)] for rows in (
+    ends = [rounded(t + s.bin_s, 3) for t in s.start_s]
+    running, cached, pinned, evicted = ([rounded(sum(col) / 1000, 3) for col in zip(*rows)] for rows in (
         s.kv_running_tokens, s.kv_cached_tokens, s.kv_pinned_tokens, s.evicted_tokens))
     return {"t": ends[:len(running)], "running": running, "cached": cached, "pinned": pinned,
-            "evicted": evicted, "mid": [round(t + s.bin_s / 2, 3) for t in s.start_s][:len(evicted)],
-            "width": [s.bin_s * 0.8] * len(evicted), "total": [round(a + b, 3) for a, b in zip(running, cached)]}
+            "evicted": evicted, "mid": [rounded(t + s.bin_s / 2, 3) for t in s.start_s][:len(evicted)],
+            "width": [s.bin_s * 0.8] * len(evicted), "total": [rounded(a + b, 3) for a, b in zip(running, cached)]}
 
 
 def router_html(scenario: Scenario, result: Result, held_back: bool = False) -> str:

@@ -1,0 +1,59 @@
+"""`model.metrics.rounded` is `round(x, digits)` to the bit: on the values the lab rounds, near halves and ties,
+zeros, negatives, huge numbers and the values that are not numbers."""
+
+import math
+import random
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.metrics import rounded
+
+
+def same(a: float, b: float) -> bool:
+    """Equal to the bit (NaN equal to NaN, 0.0 unequal to -0.0)."""
+    return struct.pack("<d", a) == struct.pack("<d", b)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True), st.integers(0, 9))
+def test_any_double_rounds_as_round_does(x, digits):
+    assert same(rounded(x, digits), round(x, digits))
+
+
+@pytest.mark.parametrize("digits", range(10))
+def test_values_at_and_beside_every_half_round_as_round_does(digits):
+    """Decimal halves (k + 0.5) / 10**digits and the doubles a few places either side of them: the ties and
+    near-ties where a product in floating point could land on the wrong side."""
+    rng = random.Random(digits)
+    for _ in range(20_000):
+        k = rng.randrange(0, 10 ** rng.randrange(1, 12))
+        half = (k + 0.5) / 10 ** digits
+        for x in (half, *(math.nextafter(half, math.inf if j > 0 else 0.0) for j in (1, -1)),
+                  *(half + j * math.ulp(half) for j in (-3, -2, 2, 3))):
+            assert same(rounded(x, digits), round(x, digits)), (x, digits)
+
+
+@pytest.mark.parametrize("digits", [1, 3, 4, 6])
+def test_the_lab_s_times_and_milliseconds_round_as_round_does(digits):
+    """Seconds of a run (arrivals, prefill starts) and milliseconds, as the lab rounds them, from random draws."""
+    rng = random.Random(7)
+    for _ in range(200_000):
+        x = rng.expovariate(1.0) * 10 ** rng.randrange(-3, 6)
+        assert same(rounded(x, digits), round(x, digits)), (x, digits)
+        y = rng.randrange(0, 10 ** 8) / 10 ** digits  # a value already on the grid, as a record's are
+        assert same(rounded(y, digits), round(y, digits)), (y, digits)
+
+
+def test_zeros_negatives_and_the_largest_values_go_to_round():
+    for x in (0.0, -0.0, -1e-9, -2.5, -123.456789, 4.5e15, 1e300, 5e-324, math.inf, -math.inf):
+        for digits in (0, 3, 6, 9):
+            assert same(rounded(x, digits), round(x, digits)), (x, digits)
+    assert math.isnan(rounded(math.nan, 4))
+
+
+def test_an_int_stays_an_int_as_round_keeps_it():
+    assert rounded(5, 3) == 5 and type(rounded(5, 3)) is int
+    assert type(rounded(True, 2)) is type(round(True, 2))
