@@ -103,7 +103,7 @@ class _Trees:
         self.tokens[i] = tokens
         replica, system, session = self.info[i]
         self.held[replica] += tokens - before
-        if session != -1:
+        if session != -1 and (tokens > 0) != (before > 0):  # a leaf filled or emptied: its trunk's count moves
             trunk = self.ids.get((replica, system, -1))
             if trunk is not None:
                 self.children[trunk] = self.children.get(trunk, 0) + (tokens > 0) - (before > 0)
@@ -161,7 +161,8 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     trees = _Trees(replicas, result.kv_budget_tokens)
     start_leaves: list[int] | None = None
     cache = scenario.fleet.cache
-    leaves: list[tuple[int, int] | None] = [None] * len(records)  # request -> (its trunk or -1, its leaf)
+    leaves: list[tuple[int, int, int] | None] = [None] * len(records)  # request -> its trunk or -1, its leaf
+    # and the tokens of its trunk
     tokens, recency, size, capacity = trees.tokens, trees.recency, trees.held, trees.capacity
     for t, phase, k in timeline:
         if start_leaves is None and t >= t0:
@@ -170,13 +171,13 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
         if t >= t1 and start_leaves is not None:
             break
         r = records[k]
-        trunk_tokens = min(system_tokens, r.prompt_tokens) if r.system_prompt >= 0 else 0
         pair = leaves[k]
         if pair is None:  # its first event (its start): its trunk and leaf, made in that order if they are new
+            trunk_tokens = min(system_tokens, r.prompt_tokens) if r.system_prompt >= 0 else 0
             session = r.session if r.session >= 0 else -2 - k  # a trace's request is a leaf of its own
             pair = leaves[k] = (trees.leaf(r.replica, r.system_prompt, -1) if trunk_tokens else -1,
-                                trees.leaf(r.replica, r.system_prompt, session))
-        trunk, leaf = pair
+                                trees.leaf(r.replica, r.system_prompt, session), trunk_tokens)
+        trunk, leaf, trunk_tokens = pair
         if not cache:
             continue  # no cache: no tree to grow
         held = tokens[trunk] if trunk >= 0 else 0
