@@ -1,18 +1,17 @@
-"""A discrete-event loop: a heap of `(time, priority, seq, action, args)`.
+"""A discrete-event loop: a heap of `(time, priority, seq, action, args)`, and a feed of given items.
 
 `seq` comes from a per-loop counter, so events at the same time and priority
 run in the order they were scheduled; a lower priority number runs first.
 Time only moves forward: scheduling into the past is an error. This is the
 only code that touches the heap: engines schedule with `at` (or `push`, where
-the time cannot be past), and a caller that must look between events steps
-with `peek` and `step`.
+the time cannot be past) or hand over a run's given requests with `feed`,
+and a caller that must look between events steps with `peek` and `step`.
 
-A run's given requests, already in arrival order, come as a `feed`: the loop
-holds only the next one, as the event it would be on the heap (its `seq`
-drawn when the one before it runs, as an action scheduling its successor
-would draw it), and takes it whenever it sorts before the heap's first. So
-the order of every event is the heap's own, and an arrival costs no push or
-pop.
+A feed's items come in time order: the loop holds only the next one, as the
+event it would be on the heap (its `seq` drawn when the one before it runs,
+as an action scheduling its successor first would draw it), and takes it
+whenever it sorts before the heap's first. So the order of events is the
+heap's own, and an arrival costs no push or pop.
 """
 
 import heapq
@@ -62,19 +61,24 @@ class EventLoop:
         if first is not None:
             self._head = (time_of(first), priority, next(self._seq), action, (first,))
 
-    def _take_head(self) -> tuple[float, int, int, Callable[..., Any], tuple]:
-        """The feed's next event, its successor drawn in its place (`now` is not moved yet)."""
-        head = self._head
-        assert head is not None
-        following = next(self._feed, None)
-        if following is None:
-            self._head = None
-        else:
-            time = self._time_of(following)
-            if time < head[0]:
-                raise ValueError(f"cannot schedule at {time}, before now ({head[0]})")
-            self._head = (time, head[1], next(self._seq), head[3], (following,))
-        return head
+    def _next(self, until: float) -> tuple[float, int, int, Callable[..., Any], tuple] | None:
+        """Take the next event if it is at or before `until`: the feed's held one or the heap's first."""
+        heap, head = self._heap, self._head
+        if head is not None and (not heap or head < heap[0]):
+            if head[0] > until:
+                return None
+            following = next(self._feed, None)  # drawn in its place (`now` is not moved yet)
+            if following is None:
+                self._head = None
+            else:
+                time = self._time_of(following)
+                if time < head[0]:
+                    raise ValueError(f"cannot schedule at {time}, before now ({head[0]})")
+                self._head = (time, head[1], next(self._seq), head[3], (following,))
+            return head
+        if heap and heap[0][0] <= until:
+            return heapq.heappop(heap)
+        return None
 
     def peek(self) -> float | None:
         """The time of the next scheduled action, or None if there is none."""
@@ -85,54 +89,35 @@ class EventLoop:
 
     def step(self) -> None:
         """Run the next scheduled action."""
-        heap, head = self._heap, self._head
-        if head is not None and (not heap or head < heap[0]):
-            time, _, _, action, args = self._take_head()
-        else:
-            time, _, _, action, args = heapq.heappop(heap)
-        self.now = time
-        action(*args)
+        event = self._next(math.inf)
+        if event is None:
+            raise IndexError("step() with nothing scheduled")
+        self.now = event[0]
+        event[3](*event[4])
 
     def advance(self) -> bool:
         """Run the next scheduled action, if there is one; say whether there was."""
-        if not self._heap and self._head is None:
+        event = self._next(math.inf)
+        if event is None:
             return False
-        self.step()
+        self.now = event[0]
+        event[3](*event[4])
         return True
 
     def run(self, until: float = math.inf) -> None:
         """Run actions until none is left or the next one is after `until`."""
-        heap, pop = self._heap, heapq.heappop
-        while True:  # `step()`, written out: it runs once per event
-            head = self._head
-            if head is not None and (not heap or head < heap[0]):
-                if head[0] > until:
-                    return
-                time, _, _, action, args = self._take_head()
-            elif heap and heap[0][0] <= until:
-                time, _, _, action, args = pop(heap)
-            else:
-                return
-            self.now = time
-            action(*args)
+        take = self._next
+        while (event := take(until)) is not None:
+            self.now = event[0]
+            event[3](*event[4])
 
     def run_noting(self, until: float, clock: Any, values: Any, times: list[float]) -> None:
         """`run(until)`, appending `clock.now` to `values` and the event's time to `times` after each event: how a
-        caller follows a counter the actions move (`model.studies.tree`: the trees' shared clock) at no call per event."""
-        heap, pop = self._heap, heapq.heappop
-        note, when = values.append, times.append
-        while True:
-            head = self._head
-            if head is not None and (not heap or head < heap[0]):
-                if head[0] > until:
-                    return
-                time, _, _, action, args = self._take_head()
-            elif heap and heap[0][0] <= until:
-                time, _, _, action, args = pop(heap)
-            else:
-                return
-            self.now = time
-            action(*args)
+        caller follows a counter the actions move (`model.studies.tree`: the trees' shared clock) with no callback."""
+        take, note, when = self._next, values.append, times.append
+        while (event := take(until)) is not None:
+            self.now = time = event[0]
+            event[3](*event[4])
             note(clock.now)
             when(time)
 

@@ -46,8 +46,8 @@ from typing import Any, NamedTuple
 
 from model.config import Scenario
 
-__all__ = ["BINS", "Headline", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms", "percentile", "rounded",
-           "ratio", "slo_shares"]
+__all__ = ["BINS", "Headline", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms",
+           "percentile", "ratio", "rounded", "slo_shares"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -265,7 +265,7 @@ _SCALES = tuple(10.0 ** d for d in range(10))  # 10**digits, each exact in binar
 
 
 def rounded(x: float, digits: int) -> float:
-    """`round(x, digits)`, to the bit, for 0 <= digits <= 9, at about half its cost.
+    """`round(x, digits)`, to the bit, at about half its cost for 0 <= digits <= 9 (others go to `round`).
 
     `round` finds the decimal nearest x's exact binary value (ties to even) through a decimal conversion,
     which costs about as much as printing the number. Here `x * 10**digits` is worked out in floating point
@@ -273,14 +273,18 @@ def rounded(x: float, digits: int) -> float:
     far side of a double from the exact one: so it is on the same side of every half as the exact product,
     or on the half itself. Off a half, the nearest whole number n is then the same for both, and
     `n / 10**digits` (two exact operands, one correctly rounded division) is the double nearest that
-    decimal, which is what `round` returns. A zero is itself. On a half, below 0, too large, not
-    a number or not a float, `round` itself answers (tests/model/test_rounded.py compares the two on millions of values).
+    decimal, which is what `round` returns. A zero is itself. On a half, below 0, too large, not a number
+    or not a float, `round` itself answers (tests/model/test_rounded.py compares the two on millions of values).
     """
+    if not 0 <= digits <= 9:
+        return round(x, digits)
     scale = _SCALES[digits]
     y = x * scale
     if 0.0 < y < 4.5e15 and type(x) is float:  # an int keeps `round`'s int
-        n = int(y + 0.5)  # y + 0.5 is exact below 2**52, and int() floors a positive number
-        if y + 0.5 != n:  # not on a half (exactly, both sides being doubles)
+        # int() floors y + 0.5 as a double: rounding the sum is monotonic and whole numbers are doubles, so the
+        # floor is the exact sum's unless the sum lands on a whole number, on or next to a half: `round` then
+        n = int(y + 0.5)
+        if y + 0.5 != n:
             return n / scale
     elif y == 0.0 and type(x) is float:  # a zero rounds to itself, its sign kept
         return x

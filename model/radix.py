@@ -119,9 +119,7 @@ class RadixTree:
         `keys[:at]` (as `find` returned it): the walk goes on from there instead
         of from the root, which changes nothing but the work.
         """
-        node, i, _ = self._descend(keys, start, at)  # `_walk`, written out: once per request served
-        if node is not self.root and not node.children and not node.lock_ref:
-            self._push(node)
+        node, i, _ = self._walk(keys, start, at)
         return self._attach(node, keys, sizes, i)
 
     def _attach(self, node: Node, keys: Sequence[Hashable], sizes: Sequence[int], i: int) -> tuple[Node, int]:
@@ -213,12 +211,12 @@ class RadixTree:
         A node about to be locked is no candidate for eviction, so it is not filed in LRU order (`unlock`
         files it when it is free again); evictions, and so the tree, are the same as `find` then `lock`.
         """
-        return self._descend(keys, None, 0, True)
+        node, i, matched = self._descend(keys, None, 0)
+        self.lock(node)
+        return node, i, matched
 
-    def _descend(self, keys: Sequence[Hashable], start: Node | None, at: int, lock: bool = False
-                 ) -> tuple[Node, int, int]:
-        """The node ending the longest cached prefix, with keys and tokens matched; touches the path (and with
-        `lock`, locks it as `lock(node)` would, in the same walk up: `find_locked`).
+    def _descend(self, keys: Sequence[Hashable], start: Node | None, at: int) -> tuple[Node, int, int]:
+        """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
 
         A partly matched edge is split, so the node ends exactly at the match. The one walk that changes
         the tree, shared by `find` and `insert` (`peek` walks the same way without changing anything).
@@ -246,14 +244,6 @@ class RadixTree:
             matched += child.tokens
             node, i = child, i + m
         touched, root = node, self.root
-        if lock:
-            while touched is not root:
-                touched.stamp = stamp
-                if touched.lock_ref == 0:
-                    self.locked_tokens += touched.tokens
-                touched.lock_ref += 1
-                touched = touched.parent  # type: ignore[assignment]
-            return node, i, matched
         while touched is not root:
             touched.stamp = stamp
             touched = touched.parent  # type: ignore[assignment]

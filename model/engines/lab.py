@@ -29,6 +29,7 @@ from model.studies.explainers import fetch_plan, fleet_link
 __all__ = ["Run"]
 
 _REQUEST_ID = attrgetter("request.id")  # a served request's place in arrival order
+BATCH = 256  # served requests a streaming run measures at a time (each batch in one loop)
 
 
 class Run(RunShell):
@@ -153,14 +154,14 @@ class _Tally:
 
     A run that keeps its requests sorts them and hands them over at the end (`_measure`); a run that
     streams (`Run(keep_records=False)`, a long trace) hands each over as it is served (`add`), which
-    holds the ones served before an earlier request until that one is (`_early`), and keeps no record:
-    each is given to `on_record` and dropped. Either way every sum and list below sees the same values
+    holds the ones served before an earlier request until that one is (`_early`), measures them in
+    batches, and keeps no record: each is given to `on_record` and dropped. Either way every sum and list below sees the same values
     in the same order, so the two give equal results.
     """
 
     __slots__ = ("scenario", "duration_s", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
                  "rounded", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
-                 "_next")
+                 "_next", "_ready")
 
     def __init__(self, scenario: Scenario, n_replicas: int, bin_s: float, profile: Profile, keep: bool,
                  on_record: Callable[[RequestRecord], None] | None = None) -> None:
@@ -178,23 +179,23 @@ class _Tally:
         self.taken = 0  # requests measured
         self._early: dict[int, Served] = {}  # request id -> served before an earlier request was
         self._next = 0  # the request id to measure next
+        self._ready: list[Served] = []  # in arrival order, not measured yet
 
     def add(self, s: Served) -> None:
-        """Measure `s` now if every earlier request has been, else once they have."""
+        """Measure `s` once every earlier request has been: in batches of `BATCH`, and the rest at the end."""
         rid = s.request.id
         if rid != self._next:
             self._early[rid] = s
             return
-        self.take(s)
+        ready, early = self._ready, self._early
+        ready.append(s)
         self._next += 1
-        early = self._early
         while early and self._next in early:
-            self.take(early.pop(self._next))
+            ready.append(early.pop(self._next))
             self._next += 1
-
-    def take(self, s: Served) -> None:
-        """Measure one served request, the next in arrival order."""
-        self.take_all((s,))
+        if len(ready) >= BATCH:
+            self.take_all(ready)
+            ready.clear()
 
     def take_all(self, served: Iterable[Served]) -> None:
         """Measure served requests, the next ones in arrival order: the loop runs once per request, so what it
@@ -284,8 +285,9 @@ class _Tally:
                notes: tuple[str, ...], kv: tuple[list[list[int]], list[list[int]], list[list[int]]],
                overestimate: float) -> Result:
         """The run's Result, once every request is served."""
-        for rid in sorted(self._early):  # ids with gaps in them: the rest, in order
-            self.take(self._early.pop(rid))
+        self.take_all(self._ready)
+        self._ready.clear()
+        self.take_all([self._early.pop(rid) for rid in sorted(self._early)])  # ids with gaps in them: the rest
         if self.taken != arrived:
             raise RuntimeError(f"served {self.taken} of {arrived} requests")
         scenario = self.scenario

@@ -120,7 +120,9 @@ class Replica:
         """`enqueue(request)` then `start_next(now)` on an idle replica (nothing running, nothing queued), in one
         step: its prefill is the time enqueue estimated (the same match, the same formula), and the queue's work
         is back to 0.0 as start_next leaves it."""
-        if self.fetcher is not None or self.running is not None:  # a fetch is planned again at the start
+        if self.running is not None or self.queue:
+            raise RuntimeError(f"start_now() on replica {self.index}, which is not idle")
+        if self.fetcher is not None:  # a fetch is planned again at the start
             self.enqueue(request)
             return self.start_next(now)
         self.last_routed = request.id

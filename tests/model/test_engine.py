@@ -233,11 +233,12 @@ def test_more_memory_never_hurts_the_hit_rate_much_and_cache_beats_no_cache():
 def test_an_idle_replica_starting_at_once_is_enqueue_then_start_next(timed):
     """`Replica.start_now` (lab mode's path for a request routed to an idle replica) leaves the replica, its tree
     and the served request exactly as queueing it and starting the queue's head would."""
-    timing = (lambda uncached, before: 0.02 + uncached * 1e-4 + before * 1e-7) if timed else None
+    def timing(uncached, before):
+        return 0.02 + uncached * 1e-4 + before * 1e-7
     ways = []
     for fused in (False, True):
         [replica] = fleet(1)
-        replica.timing = timing
+        replica.timing = timing if timed else None
         first = request(0, ["sys", ("u", 0)], [3_000, 200])
         replica.enqueue(first)
         replica.start_next(0.0)
@@ -248,8 +249,16 @@ def test_an_idle_replica_starting_at_once_is_enqueue_then_start_next(timed):
         else:
             replica.enqueue(later)
             served = replica.start_next(1.0)
+        replica.tree.check_invariants()
         ways.append(({k: getattr(served, k) for k in Served.__slots__ if k != "lock"},
                      served.lock is not None, replica.busy_until, replica.busy_s, replica.queued_work_s,
                      len(replica.queue), replica.running is served, replica.last_routed, tree_nodes(replica.tree)))
     assert ways[0] == ways[1]
     assert ways[1][0]["cached_tokens"] == 3_210 and ways[1][0]["start_s"] == 1.0
+
+
+def test_start_now_refuses_a_replica_that_is_not_idle():
+    [replica] = fleet(1)
+    replica.start_now(request(0, ["a"]), 0.0)
+    with pytest.raises(RuntimeError, match="not idle"):
+        replica.start_now(request(1, ["b"]), 0.0)

@@ -153,3 +153,29 @@ def test_step_and_advance_take_fed_items_too():
     while loop.advance():
         pass
     assert seen == [(1.0, 1.0), (1.5, "between"), (2.0, 2.0)] and len(loop) == 0 and loop.peek() is None
+
+
+def test_run_until_stops_before_a_fed_item_past_it_and_keeps_it():
+    loop, seen, note = recorder()
+    loop.feed(iter([1.0, 3.0]), float, 1, note)
+    loop.at(5.0, 0, note, "last")
+    loop.run(until=2.0)
+    assert seen == [(1.0, 1.0)] and loop.peek() == 3.0 and len(loop) == 2
+    loop.run()
+    assert seen == [(1.0, 1.0), (3.0, 3.0), (5.0, "last")]
+
+
+def test_run_noting_takes_fed_items_and_notes_each_event():
+    class Clock:
+        now = 0
+
+    clock, values, times = Clock(), [], []
+    loop = EventLoop()
+
+    def tick(_):
+        clock.now += 1
+
+    loop.feed(iter([0.5, 2.0, 4.0]), float, 1, tick)
+    loop.at(1.0, 0, tick, None)
+    loop.run_noting(3.0, clock, values, times)
+    assert values == [1, 2, 3] and times == [0.5, 1.0, 2.0] and loop.peek() == 4.0

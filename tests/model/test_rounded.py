@@ -57,3 +57,10 @@ def test_zeros_negatives_and_the_largest_values_go_to_round():
 def test_an_int_stays_an_int_as_round_keeps_it():
     assert rounded(5, 3) == 5 and type(rounded(5, 3)) is int
     assert type(rounded(True, 2)) is type(round(True, 2))
+    assert type(rounded(False, 2)) is type(round(False, 2)) is int
+
+
+def test_digits_outside_the_table_go_to_round():
+    for x in (1234.5678, 0.123456789012, 98765.4321):
+        for digits in (-3, -1, 10, 12):
+            assert same(rounded(x, digits), round(x, digits)), (x, digits)

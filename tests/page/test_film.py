@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lab.page import view
 from lab.page.figures import FIGURES, Context
-from lab.page.figures.film import MAX_REQUESTS, _bin, _cells, film, frame, stretch
+from lab.page.figures.film import MAX_REQUESTS, _bin, _cells, _Trees, film, frame, stretch
 from lab.site.film import film_html
 from model import Scenario
 
@@ -148,3 +148,24 @@ def test_the_cells_written_out_are_each_request_s_bin(ends, bins, bin_s):
     records = [SimpleNamespace(replica=r) for r, _ in ends]
     pairs = [(0.0, end) for _, end in ends]
     assert _cells(records, pairs, starts, bin_s, bins) == [(r, _bin(end, starts, bin_s, bins)) for r, end in ends]
+
+
+def test_eviction_takes_the_least_recently_touched_leaves_tip_first_and_a_trunk_last():
+    """The drawing's rule, on one replica: least recently touched first, never the leaf being written, a trunk
+    only once no leaf of it holds tokens, an emptied leaf out of the order until it is touched again."""
+    trees = _Trees(1, capacity=0)
+    trunk = trees.leaf(0, 0, -1)
+    old, mid, new = (trees.leaf(0, 0, session) for session in (1, 2, 3))
+    for i, tokens in ((trunk, 500), (old, 100), (mid, 100), (new, 100)):
+        trees.set(0.0, i, tokens)
+        trees.recency[0][i] = None  # touched in this order: the trunk first
+    trees.recency[0].pop(old)
+    trees.recency[0][old] = None  # `old` touched again: now the most recent
+    trees.evict(1.0, 0, 150, keep=new)  # mid (100), then the trunk is skipped (leaves hold tokens), new is kept
+    assert [trees.tokens[i] for i in (trunk, old, mid, new)] == [500, 50, 0, 100]
+    assert mid not in trees.recency[0]
+    trees.evict(2.0, 0, 1_000)  # the trunk, first in the order, still has leaves then: only the leaves go
+    assert [trees.tokens[i] for i in (trunk, old, mid, new)] == [500, 0, 0, 0]
+    trees.evict(3.0, 0, 1_000)
+    assert trees.tokens[trunk] == 0 and trees.held == [0]
+    assert [(e[1], e[2]) for e in trees.events[4:]] == [(mid, 0), (old, 50), (new, 0), (old, 0), (trunk, 0)]

@@ -161,8 +161,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     trees = _Trees(replicas, result.kv_budget_tokens)
     start_leaves: list[int] | None = None
     cache = scenario.fleet.cache
-    leaves: list[tuple[int, int, int] | None] = [None] * len(records)  # request -> its trunk or -1, its leaf
-    # and the tokens of its trunk
+    leaves: list[tuple[int, int, int] | None] = [None] * len(records)  # request -> (trunk or -1, leaf, trunk tokens)
     tokens, recency, size, capacity = trees.tokens, trees.recency, trees.held, trees.capacity
     for t, phase, k in timeline:
         if start_leaves is None and t >= t0:
@@ -182,7 +181,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
             continue  # no cache: no tree to grow
         held = tokens[trunk] if trunk >= 0 else 0
         replica = r.replica
-        recent = recency[replica]  # `trees.touch`, written out: twice per event
+        recent = recency[replica]  # touched: moved to the end of its replica's recency order
         if trunk >= 0:
             recent.pop(trunk, None)
             recent[trunk] = None
@@ -190,7 +189,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
         recent[leaf] = None
         if not phase:  # it starts: what its record found is what its leaf holds
             trees.set(t, leaf, max(0, r.cached_tokens - held))
-            if capacity and size[replica] > capacity:  # `trees.fit`, written out
+            if capacity and size[replica] > capacity:  # over the capacity: a record found more than the drawing held
                 trees.evict(t, replica, size[replica] - capacity, leaf)
             continue
         cell = cells[k]
