@@ -1,0 +1,65 @@
+"""A new setup's Pyodide CPU, this tree against another revision, taken in turns so the machine's speed cancels out.
+
+    python bench/ab_pyodide.py REVISION [--setups N]
+
+On a shared machine a run's CPU time moves by a third from one minute to the
+next, which hides a change of a few per cent. This builds the page's wheel
+from REVISION (a git revision of this repository, checked out into a
+temporary worktree) and from the working tree, loads both in one Node
+process (two Pyodides), and gives them the same new setups (other seeds) in
+turn, the order alternating: the default setup N times (41 by default) and
+16 cache-aware replicas at 8 sessions a second half as often. It prints
+each version's median CPU per setup and the median of the setups' own
+after/before ratios, the figure that holds still while the machine does not.
+"""
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab.site.build import pyodide_dir  # noqa: E402
+
+_WHEEL = "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); " \
+         "from lab.site.build import _write_wheel; out = Path(sys.argv[2]); print(out / Path(_write_wheel(out)).name)"
+
+
+def wheel_of(tree: Path, out: Path) -> Path:
+    """The page's wheel as `tree`'s own build writes it."""
+    done = subprocess.run([sys.executable, "-c", _WHEEL, str(tree), str(out)], capture_output=True, text=True,
+                          check=True)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("revision", help="the git revision to compare with, such as a commit or HEAD~3")
+    parser.add_argument("--setups", type=int, default=41, help="new default setups per version (at least 5)")
+    args = parser.parse_args()
+    if args.setups < 5:
+        parser.error(f"--setups {args.setups}: give at least 5, or the medians mean little")
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("ab_pyodide: Node.js is needed (the project's setup installs it with npm)")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.revision],
+                               capture_output=True, text=True)
+        if added.returncode:
+            sys.exit(f"ab_pyodide: cannot check out {args.revision!r}: {added.stderr.strip()}")
+        try:
+            before = wheel_of(base, Path(tmp) / "before")
+            after = wheel_of(ROOT, Path(tmp) / "after")
+            subprocess.run([node, str(ROOT / "bench" / "ab_pyodide.mjs"), str(pyodide_dir()), str(before), str(after),
+                            str(args.setups)], check=True, timeout=1800)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
