@@ -98,16 +98,20 @@ class Replica:
             return self.timing(uncached_tokens, context)
         return self.overhead_s + uncached_tokens / self.tokens_per_s
 
-    def enqueue(self, request: Request) -> Served:
-        """Accept a routed request: lock its cached prefix and queue it."""
+    def _look_up(self, request: Request) -> tuple[Node | None, int, int, float]:
+        """A routed request's cached prefix, locked: (lock, the keys it ends at, tokens matched, prefill seconds
+        of the rest), and the request noted as the last routed here."""
         self.last_routed = request.id
         lock, at, matched = None, 0, 0
         if self.cache:
             lock, at, matched = self.tree.find_locked(request.keys)
-        if self.timing is None:
-            estimate = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
-        else:
-            estimate = self.timing(request.prompt_tokens - matched, matched)
+        if self.timing is None:  # prefill_s(), inline
+            return lock, at, matched, self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s
+        return lock, at, matched, self.timing(request.prompt_tokens - matched, matched)
+
+    def enqueue(self, request: Request) -> Served:
+        """Accept a routed request: lock its cached prefix and queue it."""
+        lock, at, matched, estimate = self._look_up(request)
         if self.fetcher is not None:
             tokens, seconds = self.fetcher(self, request, matched)
             estimate = self.prefill_s(request.prompt_tokens - matched - tokens, matched + tokens) + seconds
@@ -125,14 +129,7 @@ class Replica:
         if self.fetcher is not None:  # a fetch is planned again at the start
             self.enqueue(request)
             return self.start_next(now)
-        self.last_routed = request.id
-        lock, at, matched = None, 0, 0
-        if self.cache:
-            lock, at, matched = self.tree.find_locked(request.keys)
-        if self.timing is None:
-            seconds = self.overhead_s + (request.prompt_tokens - matched) / self.tokens_per_s  # prefill_s(), inline
-        else:
-            seconds = self.timing(request.prompt_tokens - matched, matched)
+        lock, at, matched, seconds = self._look_up(request)
         served = Served(request, self.index, lock, matched, seconds, False, at)
         served.start_s = now
         served.prefill_s = seconds

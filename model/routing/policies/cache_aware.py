@@ -25,13 +25,10 @@ class CacheAware(Policy, key='cache_aware', label='Cache-aware',
 
     def choose(self, view: View) -> int:
         best = view.longest_match()
-        if self.threshold is None:
-            return best
         # the least backlog is the least-loaded replica's, whichever it is: its index (ties broken) is worked out
         # only for a spill
-        if view.backlog(best) - view.least_backlog() > self.threshold:
-            return view.least_loaded()
-        return best
+        spill = self.threshold is not None and view.backlog(best) - view.least_backlog() > self.threshold
+        return view.least_loaded() if spill else best
 
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
