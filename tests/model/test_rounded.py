@@ -17,7 +17,7 @@ def same(a: float, b: float) -> bool:
     return struct.pack("<d", a) == struct.pack("<d", b)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.floats(allow_nan=True, allow_infinity=True), st.integers(0, 9))
 def test_any_double_rounds_as_round_does(x, digits):
     assert same(rounded(x, digits), round(x, digits))
@@ -28,7 +28,7 @@ def test_values_at_and_beside_every_half_round_as_round_does(digits):
     """Decimal halves (k + 0.5) / 10**digits and the doubles a few places either side of them: the ties and
     near-ties where a product in floating point could land on the wrong side."""
     rng = random.Random(digits)
-    for _ in range(20_000):
+    for _ in range(5_000):
         k = rng.randrange(0, 10 ** rng.randrange(1, 12))
         half = (k + 0.5) / 10 ** digits
         for x in (half, *(math.nextafter(half, math.inf if j > 0 else 0.0) for j in (1, -1)),
@@ -40,7 +40,7 @@ def test_values_at_and_beside_every_half_round_as_round_does(digits):
 def test_the_lab_s_times_and_milliseconds_round_as_round_does(digits):
     """Seconds of a run (arrivals, prefill starts) and milliseconds, as the lab rounds them, from random draws."""
     rng = random.Random(7)
-    for _ in range(200_000):
+    for _ in range(50_000):
         x = rng.expovariate(1.0) * 10 ** rng.randrange(-3, 6)
         assert same(rounded(x, digits), round(x, digits)), (x, digits)
         y = rng.randrange(0, 10 ** 8) / 10 ** digits  # a value already on the grid, as a record's are
