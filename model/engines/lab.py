@@ -155,12 +155,12 @@ class _Tally:
     A run that keeps its requests sorts them and hands them over at the end (`_measure`); a run that
     streams (`Run(keep_records=False)`, a long trace) hands each over as it is served (`add`), which
     holds the ones served before an earlier request until that one is (`_early`), measures them in
-    batches, and keeps no record: each is given to `on_record` and dropped. Either way every sum and list below sees the same values
-    in the same order, so the two give equal results.
+    batches, and keeps no record: each is given to `on_record` and dropped. Either way every sum and
+    list below sees the same values in the same order, so the two give equal results.
     """
 
     __slots__ = ("scenario", "duration_s", "bin_s", "tokens_per_s", "keep", "on_record", "records", "headline", "bins", "busy",
-                 "rounded", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
+                 "prefill_ms", "makespan", "fetched", "fetch_s", "offered_n", "recomputed_sum", "taken", "_early",
                  "_next", "_ready")
 
     def __init__(self, scenario: Scenario, n_replicas: int, bin_s: float, profile: Profile, keep: bool,
@@ -173,7 +173,7 @@ class _Tally:
         # the series' per-bin inputs: TTFTs (ms), cached and prompt tokens
         self.bins = _Bins([array("d") for _ in range(BINS)], [0] * BINS, [0] * BINS)
         self.busy = [[0.0] * BINS for _ in range(n_replicas)]  # [replica][bin]: busy seconds
-        self.rounded: dict[float, float] = {}  # prefill seconds -> ms, rounded
+        self.prefill_ms: dict[float, float] = {}  # prefill seconds -> ms, rounded
         self.makespan = self.fetch_s = 0.0
         self.fetched = self.offered_n = self.recomputed_sum = 0  # sent inside the window; recomputed that a peer held
         self.taken = 0  # requests measured
@@ -201,7 +201,7 @@ class _Tally:
         """Measure served requests, the next ones in arrival order: the loop runs once per request, so what it
         adds up is kept in local names and stored once at the end."""
         duration_s, bin_s, keep, on_record = self.duration_s, self.bin_s, self.keep, self.on_record
-        rounded_ms, records, bins, busy = self.rounded, self.records, self.bins, self.busy
+        prefill_ms_of, records, bins, busy = self.prefill_ms, self.records, self.bins, self.busy
         h = self.headline
         h_requests, h_cached, h_prompt, ttfts = h.requests, h.cached, h.prompt, h.ttfts
         bin_ttfts, bin_cached, bin_prompt = bins.ttfts, bins.cached, bins.prompt
@@ -229,11 +229,11 @@ class _Tally:
             start = s.start_s
             queue_s = start - arrival_s
             prefill_s = s.prefill_s
-            prefill_ms = rounded_ms.get(prefill_s)  # the ms values as `ms()` rounds them, written out
+            prefill_ms = prefill_ms_of.get(prefill_s)  # the ms values as `ms()` rounds them, written out
             if prefill_ms is None:  # prefill times repeat (they follow the uncached tokens): each rounded once
-                if len(rounded_ms) > 65_536:  # a stream of many sizes: start again (the values are the same)
-                    rounded_ms.clear()
-                prefill_ms = rounded_ms[prefill_s] = rounded(prefill_s * 1000.0, 3)
+                if len(prefill_ms_of) > 65_536:  # a stream of many sizes: start again (the values are the same)
+                    prefill_ms_of.clear()
+                prefill_ms = prefill_ms_of[prefill_s] = rounded(prefill_s * 1000.0, 3)
             if queue_s == 0.0:  # started as it arrived: `ms(0.0)` is 0.0 and its TTFT is its prefill, to the bit
                 queue_ms, ttft_ms = 0.0, prefill_ms
             else:

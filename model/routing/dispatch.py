@@ -34,8 +34,8 @@ class Dispatcher:
         r = scenario.router
         self.kind = r.kind
         self.policy = make_router(scenario)
-        own = self._own = isinstance(self.policy, SGLang)  # keeps its own index of what it sent: router.view
-        # does not apply
+        # a policy that keeps its own index of what it sent: router.view does not apply
+        own = self._own = isinstance(self.policy, SGLang)
         self.memory = Memory(scenario.fleet.replicas, r.view_ttl_s) if r.view == "approximate" and not own else None
         self.notes: tuple[str, ...] = ((f"The {self.policy.label} keeps its own tree of the text it routed: what the "
                                         "router knows (router.view) does not apply to it",)

@@ -33,7 +33,7 @@ class Cost(Policy, key='cost', label='Lowest estimated TTFT',
         """Seconds until the request's first token on replica `i`, as the router estimates them."""
         r = view.replicas[i]
         if self.link is None:
-            return view.backlog(i) + r.prefill_s(view.request.prompt_tokens - view.matched(i))
+            return view.backlogs()[i] + r.prefill_s(view.request.prompt_tokens - view.matched(i))  # one pass
         return self._fetching(view, i, _top_two(view.matches()))
 
     def choose(self, view: View) -> int:
@@ -47,7 +47,8 @@ class Cost(Policy, key='cost', label='Lowest estimated TTFT',
         matched = view.matched(i)
         peer = top[1] if matched == top[0] else top[0]  # the best other replica's match
         tokens, seconds = fetch_plan(self.profile, peer - matched, self.link)  # type: ignore[arg-type]
-        return view.backlog(i) + seconds + view.replicas[i].prefill_s(view.request.prompt_tokens - matched - tokens)
+        rest = view.request.prompt_tokens - matched - tokens
+        return view.backlogs()[i] + seconds + view.replicas[i].prefill_s(rest)
 
     def scores(self, view: View) -> tuple[str, list[float]]:
         """What it compares, per replica (the hindsight explainer's table)."""
