@@ -77,6 +77,7 @@ class Store:
     JOINS_KEPT = 8  # stall demos: dragging the prefill slider back recomputes nothing
     SWEEPS_KEPT = 2  # parsed mission-sweep files
     DERIVED_KEPT = 4  # results whose derived values each `per_result` function remembers (an answer draws two runs)
+    TEXTS_KEPT = 256  # figure patches' JSON text (the drawings above have about 150 patches between them)
 
     def __init__(self) -> None:
         self.runs: Cache[Any] = Cache("runs", self.RUNS_KEPT)  # model.run_key -> Result; ("trace", ...) -> TraceRun
@@ -85,6 +86,7 @@ class Store:
         self.trees: Cache[tuple] = Cache("trees", self.TREES_KEPT)  # (run key, moment) -> TreeSnapshots
         self.joins: Cache[dict] = Cache("joins", self.JOINS_KEPT)  # the keys the stall demo reads -> its figures
         self.sweeps: Cache[dict] = Cache("sweeps", self.SWEEPS_KEPT)  # (file name, size) -> distributions by mission
+        self.texts: Cache[tuple] = Cache("texts", self.TEXTS_KEPT)  # id(patch) -> (patch, its JSON text or None)
         self._drawn: dict[str, Cache[tuple]] = {}  # figure -> its drawings: key -> (run, data, caption)
         self._derived: dict[str, Cache[tuple]] = {}  # function -> id(result) -> (result, value)
         self.warm: list[str] = []  # requests the view plans to answer ahead of time (JSON text), next first
@@ -105,7 +107,7 @@ class Store:
 
     def caches(self) -> list[Cache[Any]]:
         """Every cache, named."""
-        return [self.runs, self.answers, self.traffic, self.trees, self.joins, self.sweeps,
+        return [self.runs, self.answers, self.traffic, self.trees, self.joins, self.sweeps, self.texts,
                 *self._drawn.values(), *self._derived.values()]
 
     def sizes(self) -> dict[str, int]:

@@ -256,8 +256,7 @@ def handle_json(request: str, files: Any = None) -> str:
     """
     with _collector_paused():
         state = _state_of(json.loads(request), files)
-        return STORE.answers.remember(_state_key(state),
-                                      lambda: json.dumps(answer(state, derive(state)), separators=(",", ":")))
+        return STORE.answers.remember(_state_key(state), lambda: _as_json(answer(state, derive(state))))
 
 
 @contextlib.contextmanager
@@ -928,7 +927,54 @@ def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict
         return found[1], found[2]
     data, caption = fig.data(context), fig.caption(context)
     kept.put(key, (context.result if fig.fleet else None, data, caption))
+    for target, patch in data.items():
+        if not target.startswith("#"):  # a DOM patch's HTML is rewritten in place (`patches`): not kept as text
+            STORE.texts.put(id(patch), (patch, None))
     return data, caption
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # compact, as the worker sends every answer
+_key = json.encoder.encode_basestring_ascii  # an object's key, as `_dumps` writes it
+
+
+def _as_json(answer: dict) -> str:
+    """`_dumps(answer)`, the same text, with each figure's Bokeh patch written from the text kept of it.
+
+    Most of an answer's figures are drawings the answer before had too (`_drawn`), and their numbers are most
+    of its text. So each drawn patch is written once, and its text is kept beside the patch itself
+    (`STORE.texts`, by identity: a drawn patch is never changed).
+    """
+    parts = []
+    for key, value in answer.items():
+        if key == "patches":
+            text = "{" + ",".join(f"{_key(side)}:{_bokeh_json(p) if side == 'bokeh' else _dumps(p)}"
+                                  for side, p in value.items()) + "}"
+        else:
+            text = _dumps(value)
+        parts.append(f"{_key(key)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
+def _bokeh_json(bokeh: dict) -> str:
+    """The Bokeh patches' JSON: a drawn patch from its kept text, the others in runs of `_dumps`, in order."""
+    parts: list[str] = []
+    fresh: dict = {}
+    for target, patch in bokeh.items():
+        kept = STORE.texts.get(id(patch))  # (patch, text): holding the patch, no other object can have its id
+        if kept is None:
+            fresh[target] = patch
+            continue
+        if fresh:
+            parts.append(_dumps(fresh)[1:-1])
+            fresh = {}
+        text = kept[1]
+        if text is None:
+            text = _dumps(patch)
+            STORE.texts.put(id(patch), (patch, text))
+        parts.append(f"{_key(target)}:{text}")
+    if fresh:
+        parts.append(_dumps(fresh)[1:-1])
+    return "{" + ",".join(parts) + "}"
 
 
 def _events_patch(scenario: Scenario) -> dict[str, dict]:

@@ -115,6 +115,20 @@ def test_figures_drawn_from_memory_are_the_figures_drawn_afresh():
         hash_ = remembered["hash"]
 
 
+def test_an_answer_writes_the_figures_it_drew_before_from_their_kept_text_and_the_text_is_the_same():
+    """A new seed reruns the fleet but not the explainers: their patches are written from the text kept of them."""
+    STORE.forget_drawings()
+    STORE.texts.clear()
+    for hash_ in ("seed=2", "seed=3", "seed=3&crossover.queued=7", "seed=4"):
+        state = view._state_of({**BASE, "hash": hash_}, None)
+        answer = view.answer(state, view.derive(state))
+        bokeh = answer["patches"]["bokeh"]
+        kept = [t for t, p in bokeh.items() if (k := STORE.texts.get(id(p))) is not None and k[1] is not None]
+        assert view._as_json(answer) == json.dumps(answer, separators=(",", ":"))
+    assert "src:crossover" in kept and "src:join_alone" in kept  # seed 4: both as seed 2 drew them, kept since
+    assert not any(t.startswith(("src:ttft", "src:hit", "src:load")) for t in kept)  # the fleet's: drawn anew
+
+
 @pytest.mark.parametrize("text", [{}, {"hardware.preset": "llama8b_a100"}], ids=["lab", "a100"])
 def test_each_figure_reads_only_what_it_declares(text):
     """The drawing memo redraws a figure only when a key it declares (or, for the fleet's figures, the run)
