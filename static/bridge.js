@@ -11,6 +11,8 @@
 // worker can compute, "busy" while it does, "ready" otherwise ("error" if the simulator
 // could not start).
 
+import { unpacked } from "./wire.mjs";
+
 const root = document.documentElement;
 const statusText = document.querySelector("#status .text");
 const wheel = document.querySelector('meta[name="prefix-lab-wheel"]')?.content;
@@ -352,8 +354,9 @@ function models() {
 // JSON has no NaN: empty chart bins arrive as null and become gaps.
 function columns(data) {
   const out = {};
-  for (const [key, values] of Object.entries(data)) {
-    out[key] = Array.isArray(values) ? values.map((v) => (v === null ? NaN : v)) : values;
+  for (const [key, column] of Object.entries(data)) {
+    // a packed list of floats (static/wire.mjs) comes back with NaN for its nulls already
+    out[key] = Array.isArray(column) ? column.map((v) => (v === null ? NaN : v)) : unpacked(column);
   }
   return out;
 }

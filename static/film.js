@@ -14,6 +14,8 @@
 // The element's data-film-* attributes say where it is (lab/site/film.py lists them).
 
 const HIT = "#0072b2", MISS = "#e69f00", WAIT = "#5b6570", GONE = "#c62828", INK = "#1d232b", LINE = "#dde2e8";
+import { unpacked } from "./wire.mjs";
+
 const reducedQuery = matchMedia("(prefers-reduced-motion: reduce)");
 
 function laneHeight(replicas) {
@@ -58,6 +60,9 @@ function setup(el) {
     text = json;
     try {
       film = JSON.parse(json);
+      for (const part of [film.requests, film.leaves, film.tree]) {  // its float columns come packed (wire.mjs)
+        for (const [name, column] of Object.entries(part)) part[name] = unpacked(column);
+      }
     } catch {
       film = null;
       return false;

@@ -48,7 +48,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from lab.page import compare, figures, missionview, teach
+from lab.page import compare, figures, missionview, teach, wire
 from lab.page.controls import (
     CONTROLS,
     EVENT_NAMES,
@@ -933,12 +933,8 @@ def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict
     return data, caption
 
 
-_dumps = json.JSONEncoder(separators=(",", ":")).encode  # compact, as the worker sends every answer
-_key = json.encoder.encode_basestring_ascii  # an object's key, as `_dumps` writes it
-
-
 def _as_json(answer: dict) -> str:
-    """`_dumps(answer)`, the same text, with each figure's Bokeh patch written from the text kept of it.
+    """`wire.dumps(answer)`, the same text, with each figure's Bokeh patch written from the text kept of it.
 
     Most of an answer's figures are drawings the answer before had too (`_drawn`), and their numbers are most
     of its text. So each drawn patch is written once, and its text is kept beside the patch itself
@@ -947,16 +943,19 @@ def _as_json(answer: dict) -> str:
     parts = []
     for key, value in answer.items():
         if key == "patches":
-            text = "{" + ",".join(f"{_key(side)}:{_bokeh_json(p) if side == 'bokeh' else _dumps(p)}"
+            text = "{" + ",".join(f"{_key(side)}:{_bokeh_json(p) if side == 'bokeh' else wire.dumps(p)}"
                                   for side, p in value.items()) + "}"
         else:
-            text = _dumps(value)
+            text = wire.dumps(value)
         parts.append(f"{_key(key)}:{text}")
     return "{" + ",".join(parts) + "}"
 
 
+_key = json.encoder.encode_basestring_ascii  # an object's key, as JSON writes it
+
+
 def _bokeh_json(bokeh: dict) -> str:
-    """The Bokeh patches' JSON: a drawn patch from its kept text, the others in runs of `_dumps`, in order."""
+    """The Bokeh patches' JSON: a drawn patch from its kept text, the others in runs of `wire.dumps`, in order."""
     parts: list[str] = []
     fresh: dict = {}
     for target, patch in bokeh.items():
@@ -965,15 +964,15 @@ def _bokeh_json(bokeh: dict) -> str:
             fresh[target] = patch
             continue
         if fresh:
-            parts.append(_dumps(fresh)[1:-1])
+            parts.append(wire.dumps(fresh)[1:-1])
             fresh = {}
         text = kept[1]
         if text is None:
-            text = _dumps(patch)
+            text = wire.dumps(patch)
             STORE.texts.put(id(patch), (patch, text))
         parts.append(f"{_key(target)}:{text}")
     if fresh:
-        parts.append(_dumps(fresh)[1:-1])
+        parts.append(wire.dumps(fresh)[1:-1])
     return "{" + ",".join(parts) + "}"
 
 

@@ -4,7 +4,7 @@ The site holds everything the browser needs, so it works offline and from
 any static server:
 
     index.html, embed.html   the pages (Panel layout, default numbers baked in)
-    bridge.*.js, worker.*.js, scheduler.*.mjs, lab.*.css, favicon.svg   hand-written, from static/
+    bridge.*.js, worker.*.js, scheduler.*.mjs, wire.*.mjs, film.*.js, lab.*.css, favicon.svg   hand-written, from static/
     static-*/js/             BokehJS (the bundles the page loads), from the installed bokeh package
     static-*/extensions/panel/ Panel's JS and CSS, from the installed panel package
     pyodide-*/               the Pyodide core, from node_modules (package-lock.json), with
@@ -60,7 +60,7 @@ PACKAGES = ("model", "missions", "lab")  # the sources a build is made from
 WHEEL = ("model", "missions", "lab/__init__.py", "lab/page")  # what the page runs: no build, server or CLI module
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json",
                  "package.json")
-HAND_WRITTEN = ("bridge.js", "worker.js", "scheduler.mjs", "film.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
+HAND_WRITTEN = ("bridge.js", "worker.js", "scheduler.mjs", "wire.mjs", "film.js", "lab.css", "favicon.svg")  # boot.js is inlined into the pages
 # The BokehJS bundles the pages load: the widgets need bokeh-widgets, and Panel's own bundle will not
 # start without bokeh-tables; nothing draws with WebGL, so bokeh-gl (0.2 MB sent) is left out.
 BOKEH_BUNDLES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
@@ -400,7 +400,11 @@ def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[st
     names["pyodide/"] = hash_folder(folder / "pyodide").name + "/"
     names["static/"] = hash_folder(folder / "static").name + "/"
     names["lab.css"] = hash_file(folder / "lab.css").name
-    names["film.js"] = hash_file(folder / "film.js").name
+    names["wire.mjs"] = hash_file(folder / "wire.mjs").name  # read by the film and the bridge, which name it
+    wire = {'"./wire.mjs"': f'"./{names["wire.mjs"]}"'}
+    film = folder / "film.js"
+    film.write_text(_rename_in(film.read_text(encoding="utf-8"), "film.js", wire), encoding="utf-8")
+    names["film.js"] = hash_file(film).name
     renames = {'"./pyodide/': f'"./{names["pyodide/"]}'}
     if snapshot["kind"] == "snapshot":
         names["snapshot"] = hash_file(folder / "snapshot.bin").name
@@ -417,7 +421,7 @@ def _hash_assets(folder: Path, wheel: str, with_snapshot: bool) -> tuple[dict[st
     bridge = folder / "bridge.js"
     bridge.write_text(_rename_in(bridge.read_text(encoding="utf-8"), "bridge.js",
                                  {'"./worker.js"': f'"./{names["worker.js"]}"',
-                                  '"./scheduler.mjs"': f'"./{names["scheduler.mjs"]}"'}), encoding="utf-8")
+                                  '"./scheduler.mjs"': f'"./{names["scheduler.mjs"]}"', **wire}), encoding="utf-8")
     names["bridge.js"] = hash_file(bridge).name
     return names, snapshot
 

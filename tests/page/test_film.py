@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.page import view
+from lab.page import view, wire
 from lab.page.figures import FIGURES, Context
 from lab.page.figures.film import MAX_REQUESTS, _bin, _cells, _Trees, film, frame, stretch
 from lab.site.film import film_html
@@ -108,6 +108,7 @@ def test_the_page_gets_the_film_as_a_dom_patch_and_its_markup_holds_it():
     page = view.render(Scenario())
     text = page["patches"]["dom"]["#film-data"]["text"]
     assert json.loads(text)["replicas"] == 4
+    assert '"arrive":{"f64":' in text and wire.loads(text) == film(Scenario(), view.run(Scenario()))  # packed, the same
     assert "#film-data" not in page["patches"]["bokeh"]
     markup = film_html(page)
     assert text in markup and 'aria-pressed="false">Play</button>' in markup

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import lab.page.missionview as missionview
 import lab.page.view as view
+from lab.page import wire
 from lab.page.figures import FIGURES, Context, fleet_key
 from lab.page.store import STORE
 from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
@@ -25,7 +26,7 @@ BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": N
 def fresh(request: dict, files=None) -> str:
     """The answer worked out from nothing remembered but runs: `handle` never reads the answer memo."""
     STORE.forget_drawings()
-    return json.dumps(view.handle(request, files), separators=(",", ":"))
+    return wire.dumps(view.handle(request, files))
 
 
 def test_a_remembered_answer_is_the_answer_and_any_difference_in_the_request_misses_it():
@@ -111,7 +112,7 @@ def test_figures_drawn_from_memory_are_the_figures_drawn_afresh():
                      {"ctl:crossover.queued": 2}, {"ctl:fleet.replicas": 4}):
         request = {**BASE, "hash": hash_, "controls": controls or None}
         remembered = view.handle(request)
-        assert json.dumps(remembered, separators=(",", ":")) == fresh(request)
+        assert wire.dumps(remembered) == fresh(request)
         hash_ = remembered["hash"]
 
 
@@ -124,7 +125,7 @@ def test_an_answer_writes_the_figures_it_drew_before_from_their_kept_text_and_th
         answer = view.answer(state, view.derive(state))
         bokeh = answer["patches"]["bokeh"]
         kept = [t for t, p in bokeh.items() if (k := STORE.texts.get(id(p))) is not None and k[1] is not None]
-        assert view._as_json(answer) == json.dumps(answer, separators=(",", ":"))
+        assert view._as_json(answer) == wire.dumps(answer)
     assert "src:crossover" in kept and "src:join_alone" in kept  # seed 4: both as seed 2 drew them, kept since
     assert not any(t.startswith(("src:ttft", "src:hit", "src:load")) for t in kept)  # the fleet's: drawn anew
 

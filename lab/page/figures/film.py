@@ -28,13 +28,13 @@ rule; how many go, and when, are the run's.
 Standard library, `model` only: this runs in the browser too.
 """
 
-import json
 import math
 from bisect import bisect_left
 from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
+from lab.page import wire
 from lab.page.figures.base import Context, Figure
 from lab.page.figures.fleetview import per_result, replica_colour
 from model import Result, Scenario, rounded
@@ -287,7 +287,7 @@ def film_of(result: Result) -> dict[str, Any]:
 
 
 def _film_data(c: Context) -> dict[str, dict]:
-    return {"#film-data": {"text": json.dumps(film_of(c.result), separators=(",", ":"))}}
+    return {"#film-data": {"text": wire.dumps(film_of(c.result))}}  # its columns packed (static/film.js reads them)
 
 
 def _film_caption(c: Context) -> str:
