@@ -210,10 +210,50 @@ class RadixTree:
 
         A node about to be locked is no candidate for eviction, so it is not filed in LRU order (`unlock`
         files it when it is free again); evictions, and so the tree, are the same as `find` then `lock`.
+        The path is stamped and locked in one walk up.
         """
-        node, i, matched = self._descend(keys, None, 0)
-        self.lock(node)
+        node, i, matched = self._reach(keys, None, 0)
+        clock = self.clock
+        clock.now += 1
+        stamp, up, root, locked = clock.now, node, self.root, 0
+        while up is not root:
+            up.stamp = stamp
+            if up.lock_ref == 0:
+                locked += up.tokens
+            up.lock_ref += 1
+            up = up.parent  # type: ignore[assignment]
+        self.locked_tokens += locked
         return node, i, matched
+
+    def insert_unlocking(self, keys: Sequence[Hashable], sizes: Sequence[int], lock: Node, at: int) -> None:
+        """`insert(keys, sizes, lock, at)` then `unlock(lock)`: what a replica does when a request's prefill ends
+        (`lock` is the node its `find_locked` returned, ending at `keys[:at]`).
+
+        The same tree as the two calls: the path above `lock` is stamped as it is unlocked, after the new
+        leaf is hung, which reads none of those stamps (those nodes are locked until then, so no eviction
+        can take them or file them).
+        """
+        node, i, _ = self._reach(keys, lock, at)
+        clock = self.clock
+        clock.now += 1
+        stamp, up = clock.now, node
+        while up is not lock:  # below the lock (a longer match than when the request was queued): not locked
+            up.stamp = stamp
+            up = up.parent  # type: ignore[assignment]
+        if node is not lock and not node.children and not node.lock_ref:
+            self._push(node)
+        self._attach(node, keys, sizes, i)
+        root = self.root
+        while lock is not root:
+            lock.stamp = stamp
+            if lock.lock_ref <= 0:
+                raise RuntimeError("unlock without a matching lock")
+            lock.lock_ref -= 1
+            if lock.lock_ref == 0:
+                self.locked_tokens -= lock.tokens
+                if not lock.children:
+                    self._push(lock)
+            lock = lock.parent  # type: ignore[assignment]
 
     def _descend(self, keys: Sequence[Hashable], start: Node | None, at: int) -> tuple[Node, int, int]:
         """The node ending the longest cached prefix, with keys and tokens matched; touches the path.
@@ -223,9 +263,18 @@ class RadixTree:
         From `start` (a node ending at `keys[:at]`; tokens are then counted from it), the walk is the one
         from the root, less the descent to `start`.
         """
+        node, i, matched = self._reach(keys, start, at)
         clock = self.clock
         clock.now += 1
-        stamp = clock.now
+        stamp, touched, root = clock.now, node, self.root
+        while touched is not root:
+            touched.stamp = stamp
+            touched = touched.parent  # type: ignore[assignment]
+        return node, i, matched
+
+    def _reach(self, keys: Sequence[Hashable], start: Node | None, at: int) -> tuple[Node, int, int]:
+        """`_descend` without its touches: the walk down, splitting a partly matched edge. Reads no stamp or
+        clock, so its callers may stamp the path after it."""
         keys = tuple(keys)  # the same object if it is one already: its slices compare with an edge's keys
         node, i, matched, n = self.root if start is None else start, at, 0, len(keys)
         while i < n:
@@ -239,14 +288,9 @@ class RadixTree:
                 while j < end and ck[j] == keys[i + j]:
                     j += 1
                 node = self._split(child, j)
-                i, matched = i + j, matched + node.tokens
-                break
+                return node, i + j, matched + node.tokens
             matched += child.tokens
             node, i = child, i + m
-        touched, root = node, self.root
-        while touched is not root:
-            touched.stamp = stamp
-            touched = touched.parent  # type: ignore[assignment]
         return node, i, matched
 
     def _split(self, node: Node, pos: int) -> Node:

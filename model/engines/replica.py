@@ -171,9 +171,8 @@ class Replica:
         if self.cache:
             r, lock, at = served.request, served.lock, served.lock_keys  # the lock still ends where find left it
             if r.answer_key is None:  # a replayed trace: no later prompt could match a key made up for the answer
-                self.tree.insert(r.keys, r.sizes, lock, at)
+                self.tree.insert_unlocking(r.keys, r.sizes, lock, at)  # type: ignore[arg-type]
             else:
-                self.tree.insert(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,), lock, at)
-            self.tree.unlock(served.lock)  # type: ignore[arg-type]
+                self.tree.insert_unlocking(r.keys + (r.answer_key,), r.sizes + (r.answer_tokens,), lock, at)  # type: ignore[arg-type]
             served.lock = None
         return served

@@ -196,3 +196,48 @@ def test_random_use_keeps_capacity_locks_and_totals(capacity, ops):
         for node, keys_held, matched in held:
             assert node.alive, "a locked node was evicted"
             assert tree.peek(keys_held) >= matched, "a locked prefix shrank"
+
+
+def shape(tree):
+    """Every node, parents first and children by key: its keys, sizes, stamp and lock count; and the totals."""
+    out, stack = [], [tree.root]
+    while stack:
+        node = stack.pop()
+        out.append((node.keys, node.sizes, node.stamp, node.lock_ref))
+        stack.extend(node.children[k] for k in sorted(node.children, reverse=True))
+    return out, tree.total_tokens, tree.locked_tokens, tree.evicted_tokens, tree.clock.now
+
+
+REQUESTS = st.lists(st.tuples(st.sampled_from(["queue", "finish", "insert", "evict"]), SEQS, SEQS,
+                              st.integers(1, 200)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(capacity=st.integers(0, 400), ops=REQUESTS)
+def test_the_one_walk_look_ups_leave_the_tree_the_two_calls_leave(capacity, ops):
+    """`find_locked` is `find` then `lock`, and `insert_unlocking` is `insert` then `unlock`: the same nodes,
+    stamps, locks and totals after every step, so the same evictions after."""
+    fused, plain = RadixTree(capacity), RadixTree(capacity)
+    held = []  # (fused's lock, plain's lock, keys matched, the request's keys and sizes), queued requests
+    for op, keys, more, amount in ops:
+        keys = tuple(keys)
+        sizes = tuple(10 + (ord(k) % 7) * 5 for k in keys)
+        if op == "queue":
+            a, at, matched = fused.find_locked(keys)
+            b, at_b, matched_b = plain.find(keys)
+            plain.lock(b)
+            assert (at, matched) == (at_b, matched_b)
+            grown = keys + tuple(more)  # the prompt and its answer, cached when it finishes
+            held.append((a, b, at, grown, tuple(10 + (ord(k) % 7) * 5 for k in grown)))
+        elif op == "finish" and held:
+            a, b, at, grown, grown_sizes = held.pop(amount % len(held))
+            fused.insert_unlocking(grown, grown_sizes, a, at)
+            plain.insert(grown, grown_sizes, b, at)
+            plain.unlock(b)
+        elif op == "insert":
+            fused.insert(keys, sizes)
+            plain.insert(keys, sizes)
+        else:
+            assert fused.evict(amount) == plain.evict(amount)
+        fused.check_invariants()
+        assert shape(fused) == shape(plain)
