@@ -11,7 +11,7 @@ snapshot keeps its first one of), and tests look through the same methods.
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 __all__ = ["STORE", "Cache", "Store"]
@@ -83,7 +83,7 @@ class Store:
         self.runs: Cache[Any] = Cache("runs", self.RUNS_KEPT)  # model.run_key -> Result; ("trace", ...) -> TraceRun
         self.answers: Cache[str] = Cache("answers", self.ANSWERS_KEPT)  # the view's state key -> the answer's JSON
         self.traffic: Cache[tuple] = Cache("traffic", self.TRAFFIC_KEPT)  # (traffic_key, limit) -> requests
-        self.trees: Cache[tuple] = Cache("trees", self.TREES_KEPT)  # (run key, moment) -> TreeSnapshots
+        self.trees: Cache[Sequence] = Cache("trees", self.TREES_KEPT)  # (run key, moment) -> TreeSnapshots
         self.joins: Cache[dict] = Cache("joins", self.JOINS_KEPT)  # the keys the stall demo reads -> its figures
         self.sweeps: Cache[dict] = Cache("sweeps", self.SWEEPS_KEPT)  # (file name, size) -> distributions by mission
         self.texts: Cache[tuple] = Cache("texts", self.TEXTS_KEPT)  # id(patch) -> (patch, its JSON text or None)

@@ -12,12 +12,15 @@ it is only stopped early and looked at.
 A node is named by the prefix it ends (its keys from the root), interned as
 one small integer per key, so a node split since the earlier moment is still
 recognised as old. Lab and serving mode both work: each replica has a tree.
+Each replica's snapshot is worked out when it is first read (the page shows
+one tree at a time): the run keeps a plain copy of every tree at the earlier
+moment, and its trees do not change once it has stopped.
 """
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import NamedTuple, overload
 
 from model.config import Scenario
 from model.metrics import Result
@@ -68,22 +71,73 @@ class _Prefixes:
             got = self.ids[(before, key)] = len(self.ids) + 1
         return got
 
-    def cached(self, tree: RadixTree) -> dict[int, tuple[Hashable, int]]:
-        """Every prefix id the tree holds -> (first key of its branch off the root, tokens of its last key)."""
+    def cached(self, shape: list[tuple[tuple, tuple, int]]) -> dict[int, tuple[Hashable, int]]:
+        """Every prefix id a tree held (its `_shape` then) -> (first key of its branch off the root, tokens of its
+        last key)."""
         out: dict[int, tuple[Hashable, int]] = {}
-        stack: list[tuple[Node, int, Hashable]] = [(n, 0, n.keys[0]) for n in tree.root.children.values()]
-        while stack:
-            node, before, branch = stack.pop()
-            for key, size in zip(node.keys, node.sizes):
+        ends: list[int] = []  # node -> the id of the prefix it ends
+        branches: list[Hashable] = []  # node -> the first key of its branch
+        for keys, sizes, parent in shape:
+            before, branch = (0, keys[0]) if parent < 0 else (ends[parent], branches[parent])
+            for key, size in zip(keys, sizes):
                 before = self.of(before, key)
                 out[before] = (branch, size)
-            stack.extend((c, before, branch) for c in node.children.values())
+            ends.append(before)
+            branches.append(branch)
         return out
 
 
+def _shape(tree: RadixTree) -> list[tuple[tuple, tuple, int]]:
+    """Every node of `tree` as it is now, parents first: (keys, sizes, index of its parent here or -1). A copy
+    of what the tree figure reads of an earlier moment, costing a tuple a node (`_Prefixes.cached` reads it)."""
+    out: list[tuple[tuple, tuple, int]] = []
+    stack: list[tuple[Node, int]] = [(n, -1) for n in tree.root.children.values()]
+    while stack:
+        node, parent = stack.pop()
+        out.append((node.keys, node.sizes, parent))
+        me = len(out) - 1
+        stack.extend((c, me) for c in node.children.values())
+    return out
+
+
+class _Snapshots(Sequence[TreeSnapshot]):
+    """Every replica's snapshot of one stopped run, each worked out when it is first read: the tree figure shows
+    one replica at a time. Equal to the tuple of them all."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, count: int, make: Callable[[int], TreeSnapshot]) -> None:
+        self._made: list[TreeSnapshot | None] = [None] * count
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, i: int) -> TreeSnapshot: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[TreeSnapshot, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> TreeSnapshot | tuple[TreeSnapshot, ...]:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(len(self._made))[i])
+        k = range(len(self._made))[i]  # IndexError past the end, as a tuple's
+        made = self._made[k]
+        if made is None:
+            made = self._made[k] = self._make(k)
+        return made
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as a list's: equal to a tuple, it may not hash as one
+
+
 def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | None = None,
-            requests: Iterable[Request] | None = None, limit: int | None = None) -> tuple[TreeSnapshot, ...]:
-    """Every replica's tree at `at_s` (None: once the last request is served), one snapshot each.
+            requests: Iterable[Request] | None = None, limit: int | None = None) -> Sequence[TreeSnapshot]:
+    """Every replica's tree at `at_s` (None: once the last request is served), one snapshot each (each worked out
+    when it is first read).
 
     `recent_s` (default: a twentieth of the run's window) is how far back "recently hit", "new" and
     "evicted" look; with `at_s` None they look back from the end of the window, `duration_s`. `requests` and `limit` are `simulate`'s.
@@ -93,7 +147,7 @@ def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | Non
 
 
 def simulate_with_trees(scenario: Scenario, limit: int | None = None, requests: Iterable[Request] | None = None
-                        ) -> tuple[Result, tuple[TreeSnapshot, ...]]:
+                        ) -> tuple[Result, Sequence[TreeSnapshot]]:
     """`simulate(scenario, requests, limit)` and `tree_at(scenario, requests=requests, limit=limit)` from one run
     instead of two: equal to both."""
     run: AnyRun = start(scenario, requests, limit)
@@ -102,12 +156,12 @@ def simulate_with_trees(scenario: Scenario, limit: int | None = None, requests: 
 
 
 def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: float | None
-             ) -> tuple[TreeSnapshot, ...]:
-    """Step `run` up to `at_s` (None: to its end), noting when each tree's clock moved; snapshot every tree."""
+             ) -> Sequence[TreeSnapshot]:
+    """Step `run` up to `at_s` (None: to its end), noting when each tree's clock moved; every tree's snapshot
+    (once asked for: the run is over, so its trees no longer change)."""
     recent = scenario.duration_s / 20 if recent_s is None else max(0.0, recent_s)
     loop, replicas = run.loop, run.replicas
     end = float("inf") if at_s is None else max(0.0, at_s)
-    prefixes = _Prefixes()
 
     # Every tree reads one shared clock from here on (each still evicts in its own order: model/radix.py),
     # so after every event one number says how far all of them have got, noted with the event's time: a
@@ -123,11 +177,14 @@ def _stepped(run: AnyRun, scenario: Scenario, at_s: float | None, recent_s: floa
 
     since = (end if at_s is not None else scenario.duration_s) - recent
     loop.run_noting(min(since, end), clock, ticks, tick_times)  # the trees as they were `recent` before the end
-    before = [prefixes.cached(r.tree) for r in replicas]
+    before = [_shape(t) for t in trees]
     loop.run_noting(end, clock, ticks, tick_times)
     now = loop.now if at_s is None else end
-    return tuple(_snapshot(r.index, r.tree, now, recent, before[r.index], prefixes, tick_times, ticks)
-                 for r in replicas)
+
+    def snapshot(i: int) -> TreeSnapshot:
+        prefixes = _Prefixes()  # a prefix's id is compared within one tree only
+        return _snapshot(i, trees[i], now, recent, prefixes.cached(before[i]), prefixes, tick_times, ticks)
+    return _Snapshots(len(trees), snapshot)
 
 
 def _snapshot(index: int, tree: RadixTree, now: float, recent: float, before: dict[int, tuple[Hashable, int]],

@@ -89,3 +89,20 @@ def test_bad_tree_values_are_ignored_or_clamped():
     data = FIGURES["tree"].data(c)
     assert data["tree:replica"]["value"] == "replica 3" and data["tree:at"]["value"] == data["tree:at"]["end"]
     assert view.handle({"hash": "tree_at=nan"})["patches"]["dom"]["#cap-tree"]["text"].startswith("At ")
+
+
+def test_each_replicas_tree_is_worked_out_when_first_read_and_is_the_same_in_any_order(monkeypatch):
+    import model.studies.tree as trees
+
+    scenario = Scenario().with_text({"fleet.replicas": "3", "router.kind": "cache_aware"})
+    in_order = tuple(tree_at(scenario))
+    made = []
+    real = trees._snapshot
+    monkeypatch.setattr(trees, "_snapshot", lambda index, *rest: made.append(index) or real(index, *rest))
+    _, snaps = simulate_with_trees(scenario)
+    assert made == []  # the run made none
+    assert snaps[-1] == in_order[2] and snaps[2] is snaps[-1] and made == [2]  # one, kept
+    assert [snaps[1], snaps[0]] == [in_order[1], in_order[0]] and snaps == in_order and made == [2, 1, 0]
+    assert snaps[:2] == in_order[:2] and len(snaps) == 3
+    with pytest.raises(IndexError):
+        snaps[3]
