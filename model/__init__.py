@@ -44,7 +44,7 @@ from model.gpus.gpu import (
 )
 from model.gpus.gpufits import FITS
 from model.gpus.hardware import PRESETS, nearest_gpu
-from model.metrics import Result, rounded
+from model.metrics import Result, rounded, rounded_all
 from model.presets import NAMED, scenario_of
 from model.reads import run_key
 from model.requests import sent_at_most
@@ -93,6 +93,7 @@ __all__ = [
     "traffic_key", "sent_at_most",
     # `round(x, digits)` to the bit, cheaper: for the figures that round thousands of numbers
     "rounded",
+    "rounded_all",
     # named scenarios shipped with the project, and the KV-locality note's comparison run on one
     "NAMED", "locality_comparison", "scenario_of",
     # a request source: traces

@@ -41,13 +41,14 @@ every consumer (CLI, page, tests) sees the same numbers.
 """
 
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from model.config import Scenario
 
 __all__ = ["BINS", "Headline", "ReplicaStats", "RequestRecord", "Result", "Series", "bin_busy", "headline", "ms",
-           "percentile", "ratio", "rounded", "slo_shares"]
+           "percentile", "ratio", "rounded", "rounded_all", "slo_shares"]
 
 BINS = 60  # time series resolution over the arrival window
 
@@ -289,6 +290,28 @@ def rounded(x: float, digits: int) -> float:
     elif y == 0.0 and type(x) is float:  # a zero rounds to itself, its sign kept
         return x
     return round(x, digits)
+
+
+def rounded_all(values: Iterable[float], digits: int) -> list[float]:
+    """`[rounded(x, digits) for x in values]`, to the bit, the rounding written out in one loop: a column of
+    thousands (the film's, a chart's) pays no call per value, which costs as much as the rounding does."""
+    if not 0 <= digits <= 9:
+        return [round(x, digits) for x in values]
+    scale = _SCALES[digits]
+    out: list[float] = []
+    put = out.append
+    for x in values:  # `rounded`, line for line
+        y = x * scale
+        if 0.0 < y < 4.5e15 and type(x) is float:
+            n = int(y + 0.5)
+            if y + 0.5 != n:
+                put(n / scale)
+                continue
+        elif y == 0.0 and type(x) is float:
+            put(x)
+            continue
+        put(round(x, digits))
+    return out
 
 
 def ms(seconds: float) -> float:

@@ -21,7 +21,18 @@ from model.engines.shell import RunShell
 from model.gpus.hardware import Profile
 from model.holders import FirstKeys
 from model.loop import FINISH
-from model.metrics import BINS, Headline, RequestRecord, Result, Series, per_bin, percentile, ratio, rounded
+from model.metrics import (
+    BINS,
+    Headline,
+    RequestRecord,
+    Result,
+    Series,
+    per_bin,
+    percentile,
+    ratio,
+    rounded,
+    rounded_all,
+)
 from model.routing.dispatch import held_elsewhere
 from model.sources.traffic import Request, generate
 from model.studies.explainers import fetch_plan, fleet_link
@@ -345,7 +356,7 @@ def _series(bins: _Bins, busy: list[list[float]], backlog: list[list[float]], bi
         start_s=tuple(round(k * bin_s, 6) for k in range(BINS)),
         requests=counts,
         hit_rate=tuple(hit), ttft_p50_ms=tuple(p50), ttft_p99_ms=tuple(p99),
-        replica_load=tuple(tuple(rounded(x / bin_s if x < bin_s else 1.0, 4) for x in row) for row in busy),
+        replica_load=tuple(tuple(rounded_all([x / bin_s if x < bin_s else 1.0 for x in row], 4)) for row in busy),
         replica_backlog_s=tuple(tuple(row) for row in backlog),
         kv_running_tokens=running,
         kv_cached_tokens=tuple(tuple(row) for row in kv[1]),

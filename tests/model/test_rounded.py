@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.metrics import rounded
+from model.metrics import rounded, rounded_all
 
 
 def same(a: float, b: float) -> bool:
@@ -64,3 +64,20 @@ def test_digits_outside_the_table_go_to_round():
     for x in (1234.5678, 0.123456789012, 98765.4321):
         for digits in (-3, -1, 10, 12):
             assert same(rounded(x, digits), round(x, digits)), (x, digits)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6)), max_size=30),
+       st.integers(-2, 11))
+def test_a_column_rounds_as_round_does_value_by_value(values, digits):
+    got = rounded_all(values, digits)
+    assert len(got) == len(values)
+    assert all(same(a, round(x, digits)) and type(a) is type(round(x, digits)) for a, x in zip(got, values))
+
+
+@pytest.mark.parametrize("digits", [1, 3, 4, 6])
+def test_a_column_beside_the_halves_rounds_as_round_does(digits):
+    rng = random.Random(digits)
+    halves = [(rng.randrange(0, 10 ** 9) + 0.5) / 10 ** digits for _ in range(2_000)]
+    column = [y for h in halves for y in (h, math.nextafter(h, 0.0), math.nextafter(h, math.inf), 0.0, -h)]
+    assert all(same(a, round(x, digits)) for a, x in zip(rounded_all(column, digits), column))

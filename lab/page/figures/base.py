@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from model import PRESETS, Result, Scenario, explainer_profile, rounded, run_key
+from model import PRESETS, Result, Scenario, explainer_profile, rounded_all, run_key
 
 
 class Context(NamedTuple):
@@ -50,7 +50,7 @@ def bin_mids(result: Result) -> list[float]:
 
 def mid_times(starts: Sequence[float], bin_s: float) -> list[float]:
     """The middle of each bin starting at `starts`: where a per-bin figure is drawn."""
-    return [rounded(t + bin_s / 2, 3) for t in starts]
+    return rounded_all([t + bin_s / 2 for t in starts], 3)
 
 
 def shaded(scenario: Scenario) -> str:

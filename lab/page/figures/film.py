@@ -37,7 +37,7 @@ from typing import Any
 from lab.page import wire
 from lab.page.figures.base import Context, Figure
 from lab.page.figures.fleetview import per_result, replica_colour
-from model import Result, Scenario, rounded
+from model import Result, Scenario, rounded, rounded_all
 
 RequestRecord = Any  # model.metrics.RequestRecord: one served request (model does not export its name)
 _ARRIVAL = attrgetter("arrival_s")  # a record's arrival time: the film's order
@@ -212,12 +212,12 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     shown = [k for k, r in enumerate(records) if t0 <= r.arrival_s < t1]
     played = [records[k] for k in shown]
     cols = {  # column by column: one comprehension each, in the order film.js reads them
-        "arrive": [rounded(r.arrival_s, 4) for r in played], "start": [rounded(ends[k][0], 4) for k in shown],
-        "end": [rounded(ends[k][1], 4) for k in shown], "replica": [r.replica for r in played],
+        "arrive": rounded_all([r.arrival_s for r in played], 4), "start": rounded_all([ends[k][0] for k in shown], 4),
+        "end": rounded_all([ends[k][1] for k in shown], 4), "replica": [r.replica for r in played],
         "cached": [r.cached_tokens for r in played], "prompt": [r.prompt_tokens for r in played],
         "session": [r.session for r in played], "turn": [r.turn for r in played],
-        "system": [r.system_prompt for r in played], "queue_ms": [rounded(r.queue_ms, 1) for r in played],
-        "ttft_ms": [rounded(r.ttft_ms, 1) for r in played]}
+        "system": [r.system_prompt for r in played], "queue_ms": rounded_all([r.queue_ms for r in played], 1),
+        "ttft_ms": rounded_all([r.ttft_ms for r in played], 1)}
     return {
         "t0": t0, "t1": t1, "replicas": replicas, "capacity": result.kv_budget_tokens,
         "flight_s": FLIGHT_S, "linger_s": LINGER_S,
@@ -226,7 +226,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
         "requests": cols,
         "leaves": {"replica": [k[0] for k in trees.info], "system": [k[1] for k in trees.info],
                    "trunk": [k[2] == -1 for k in trees.info], "tokens": start_leaves},
-        "tree": {"t": [rounded(e[0], 4) for e in trees.events], "leaf": [e[1] for e in trees.events],
+        "tree": {"t": rounded_all([e[0] for e in trees.events], 4), "leaf": [e[1] for e in trees.events],
                  "tokens": [e[2] for e in trees.events]},
     }
 

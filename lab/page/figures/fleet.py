@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from lab.page.figures.base import Context, Figure, bin_mids, replica_name, shaded
 from lab.page.figures.fleetview import memory_data, per_result, replica_colour
-from model import Result, rounded
+from model import Result, rounded, rounded_all
 
 
 def ttft_columns(result: Result) -> dict[str, list]:
@@ -61,8 +61,8 @@ def _load_data(c: Context) -> dict[str, dict]:
         n = min(len(mids), len(loads), len(queued))
         t += mids[:n]
         replica += [replica_name(i)] * n
-        busy += [rounded((1.0 if 1.0 < load else load) * 100, 1) for load in loads[:n]]  # min(load, 1.0)
-        backlog += [rounded(q, 3) for q in queued[:n]]
+        busy += rounded_all([(1.0 if 1.0 < load else load) * 100 for load in loads[:n]], 1)  # min(load, 1.0)
+        backlog += rounded_all(queued[:n], 3)
     names = [replica_name(i) for i in range(len(s.replica_load))]
     return {"src:load": {"data": {"t": t, "replica": replica, "busy": busy, "backlog": backlog,
                                   "width": [s.bin_s] * len(t)}},
