@@ -11,7 +11,7 @@ the run goes on past `duration_s` until the last queue drains.
 """
 
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -208,7 +208,7 @@ class _Tally:
             self.take_all(ready)
             ready.clear()
 
-    def take_all(self, served: Iterable[Served]) -> None:
+    def take_all(self, served: Sequence[Served]) -> None:
         """Measure served requests, the next ones in arrival order: the loop runs once per request, so what it
         adds up is kept in local names and stored once at the end."""
         duration_s, bin_s, keep, on_record = self.duration_s, self.bin_s, self.keep, self.on_record
@@ -220,7 +220,8 @@ class _Tally:
         makespan, continuing, found, taken = self.makespan, h.continuing, h.found, self.taken
         top = BINS - 1
         make = tuple.__new__
-        for s in served:
+        arrivals = rounded_all([s.request.arrival_s for s in served], 6)  # as records keep them: rounded once, all
+        for s, arrival in zip(served, arrivals):
             # the request's fields in one unpacking, not one attribute look-up each
             _, arrival_s, session, turn, system_prompt, _, _, user_tokens, answer_tokens, _, prompt, _, _ = s.request
             cached = s.cached_tokens
@@ -234,7 +235,6 @@ class _Tally:
                 recomputed = 0
             fetched += got
             fetch_s += s.fetch_s
-            arrival = rounded(arrival_s, 6)
             if arrival < duration_s:
                 offered_n += 1
             start = s.start_s
