@@ -37,7 +37,7 @@ from typing import Any
 from lab.page import wire
 from lab.page.figures.base import Context, Figure
 from lab.page.figures.fleetview import per_result, replica_colour
-from model import Result, Scenario, rounded, rounded_all
+from model import Result, Scenario, rounded_all
 
 RequestRecord = Any  # model.metrics.RequestRecord: one served request (model does not export its name)
 _ARRIVAL = attrgetter("arrival_s")  # a record's arrival time: the film's order
@@ -131,11 +131,12 @@ class _Trees:
             del recent[i]
 
 
-def _ends(r: RequestRecord) -> tuple[float, float]:
-    """When a request's prefill started and when its first token was out, in run seconds."""
-    start = r.arrival_s + r.queue_ms / 1000
-    end = r.arrival_s + r.ttft_ms / 1000
-    return rounded(min(start, end), 6), rounded(end, 6)
+def _ends(records: list[RequestRecord]) -> list[tuple[float, float]]:
+    """When each request's prefill started and when its first token was out, in run seconds (each column rounded
+    in one pass)."""
+    starts = [r.arrival_s + r.queue_ms / 1000 for r in records]
+    ends = [r.arrival_s + r.ttft_ms / 1000 for r in records]
+    return list(zip(rounded_all([s if s <= e else e for s, e in zip(starts, ends)], 6), rounded_all(ends, 6)))
 
 
 def film(scenario: Scenario, result: Result) -> dict[str, Any]:
@@ -148,7 +149,7 @@ def film(scenario: Scenario, result: Result) -> dict[str, Any]:
     last = _bin(t1, series.start_s, series.bin_s, bins)
     horizon = series.start_s[last] + series.bin_s if bins else t1  # records arriving later end after t1's bin
     records = records[:bisect_left(arrivals, max(t1, horizon))]  # those arriving before the later of the two
-    ends = [_ends(r) for r in records]
+    ends = _ends(records)
     cells = _cells(records, ends, series.start_s, series.bin_s, bins)
     timeline = sorted([(e[0], 0, k) for k, e in enumerate(ends)] + [(e[1], 1, k) for k, e in enumerate(ends)])
     news = [_new(r) for r in records]
