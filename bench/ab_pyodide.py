@@ -14,7 +14,9 @@ after/before ratios, the figure that holds still while the machine does not.
 """
 
 import argparse
+import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,19 @@ def wheel_of(tree: Path, out: Path) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list[float]]]]:
+    """Each wheel's CPU milliseconds for `setups` new default setups and half as many with 16 cache-aware
+    replicas, taken in turns (bench/ab_pyodide.mjs): [(label, [[ms of each setup] for each wheel])]."""
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("ab_pyodide: Node.js is needed (the project's setup installs it with npm)")
+    done = subprocess.run([node, str(ROOT / "bench" / "ab_pyodide.mjs"), str(pyodide_dir()), str(setups),
+                           *map(str, wheels)], capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        sys.exit(f"ab_pyodide: {done.stderr.strip()[-2000:] or 'Node failed'}")
+    return [(row["label"], row["cpu"]) for row in map(json.loads, done.stdout.splitlines())]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("revision", help="the git revision to compare with, such as a commit or HEAD~3")
@@ -43,9 +58,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.setups < 5:
         parser.error(f"--setups {args.setups}: give at least 5, or the medians mean little")
-    node = shutil.which("node")
-    if node is None:
-        sys.exit("ab_pyodide: Node.js is needed (the project's setup installs it with npm)")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
         added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.revision],
@@ -55,8 +67,11 @@ def main() -> None:
         try:
             before = wheel_of(base, Path(tmp) / "before")
             after = wheel_of(ROOT, Path(tmp) / "after")
-            subprocess.run([node, str(ROOT / "bench" / "ab_pyodide.mjs"), str(pyodide_dir()), str(before), str(after),
-                            str(args.setups)], check=True, timeout=1800)
+            for label, (a, b) in new_setups_cpu([before, after], args.setups):
+                ratios = [y / x for x, y in zip(a, b)]
+                print(f"{label}: a new setup's CPU before {statistics.median(a):.1f} ms, after "
+                      f"{statistics.median(b):.1f} ms (medians); after/before, the median of each setup's ratio, "
+                      f"{statistics.median(ratios):.3f} ({len(a)} setups)")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
 

@@ -1,6 +1,6 @@
 """How the lab page loads and responds, in headless Chromium against `prefix-lab serve`; each figure beside its target.
 
-    python bench/bench_page.py [--loads N] [--changes N] [--site DIR] [--cpu 1,4]
+    python bench/bench_page.py [--loads N] [--changes N] [--site DIR] [--cpu 1,4] [--setups N]
 
 Cold loads (a fresh browser context each time, so nothing is cached), with the
 build's memory snapshot and again with the snapshot request aborted (the
@@ -31,6 +31,11 @@ run the page and its workers).
 `--cpu 1,4` runs all of it at each CPU rate: 4 throttles Chromium four times
 (DevTools' `Emulation.setCPUThrottlingRate`, set on the page and on each of
 its workers as it starts), as a mid-range phone.
+
+Last, once, a new setup's CPU in the page's own Python: the site's wheel in
+Pyodide under Node (the worker's interpreter without the page around it,
+bench/ab_pyodide.mjs), `--setups` new default setups (other seeds) and half
+as many with 16 cache-aware replicas, each figure a median.
 """
 
 import argparse
@@ -47,7 +52,9 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
+sys.path.insert(0, str(ROOT / "bench"))  # ab_pyodide: new setups' Pyodide CPU
 
+from ab_pyodide import new_setups_cpu  # noqa: E402
 from support.browser import launch, serve_site  # noqa: E402
 
 from lab.site.build import pyodide_dir  # noqa: E402
@@ -370,7 +377,11 @@ def main() -> None:
     parser.add_argument("--site", type=Path, help="site folder (default: a fresh build in a temp folder)")
     parser.add_argument("--cpu", default="1", help="CPU throttling rates to run at, comma-separated (default 1; "
                         "4: as a mid-range phone)")
+    parser.add_argument("--setups", type=int, default=21, help="new default setups timed in Pyodide under Node "
+                        "(default 21, half as many big ones; 0: none)")
     args = parser.parse_args()
+    if args.setups and args.setups < 5:
+        parser.error(f"--setups {args.setups}: give 0 or at least 5, or the medians mean little")
     try:
         rates = [float(r) for r in args.cpu.split(",")]
         if not rates or any(r < 1 for r in rates):
@@ -394,6 +405,20 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    if args.setups:
+        new_setups(site, args.setups)
+
+
+NEW_SETUP_TARGETS = {"default": ("default setup", 44), "16 CA": ("16 cache-aware replicas, 8 sessions/s", 180)}
+
+
+def new_setups(site: Path, setups: int) -> None:
+    """Print a new setup's CPU in the site's own wheel under Pyodide (Node), beside its target."""
+    wheel = next((site / "wheels").glob("*.whl"))
+    for label, (cpu,) in new_setups_cpu([wheel], setups):
+        title, target = NEW_SETUP_TARGETS[label]
+        print(f"a new setup's Pyodide CPU, {title}: median {statistics.median(cpu):5.1f} ms, lower quartile "
+              f"{sorted(cpu)[len(cpu) // 4]:5.1f} ms ({len(cpu)} setups)   target: at most {target} ms")
 
 
 def cold_loads(browser, url: str, site: Path, loads: int) -> None:
