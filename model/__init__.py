@@ -21,6 +21,7 @@ from model.config import (
     Event,
     Scenario,
     ScenarioError,
+    default_text,
     describe,
     format_text,
     parse_events,
@@ -89,7 +90,7 @@ from model.studies.tree import TreeSnapshot, simulate_with_trees, tree_at
 __all__ = [
     "BURST_FACTOR", "EVENT_MAX_DURATION_S", "KEYS", "MAX_EVENTS", "PRESETS", "ROUTERS", "Event",
     "Request", "Result", "Scenario", "ScenarioError", "TooManyRequests",
-    "describe", "explain", "format_text", "generate", "nearest_gpu", "parse_events", "run_key", "simulate", "spec_of",
+    "default_text", "describe", "explain", "format_text", "generate", "nearest_gpu", "parse_events", "run_key", "simulate", "spec_of",
     "traffic_key", "sent_at_most",
     # `round(x, digits)` to the bit, cheaper: for the figures that round thousands of numbers
     "rounded",

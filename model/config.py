@@ -29,6 +29,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from model.gpus.gpu import FIT_TEXT_MAX, fit_of_text
@@ -58,6 +59,7 @@ __all__ = [
     "Traffic",
     "Transfer",
     "closed_tail",
+    "default_text",
     "describe",
     "format_text",
     "parse_events",
@@ -588,10 +590,16 @@ KEYS: tuple[str, ...] = _keys()
 EVENTS_SPEC = Spec("what happens during the run")
 
 
+@functools.cache
+def default_text() -> MappingProxyType[str, str]:
+    """`Scenario().to_text()`, worked out once (every URL the page writes is compared with it), read-only."""
+    return MappingProxyType(Scenario().to_text())
+
+
 def describe() -> list[dict[str, Any]]:
     """Every dotted key with its default, what it allows, the page's range and what it means."""
     out = []
-    defaults = Scenario().to_text()
+    defaults = default_text()
     for key in KEYS:
         if key == "events":
             out.append({"key": key, "default": "", "allowed": "timestamp@T, surge@T+D, burst@T+DxF, comma-separated",

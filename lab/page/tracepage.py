@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
 from lab.page.controls import CONTROLS
-from model import BLOCK_TOKENS, PRESETS, Result, Scenario, TraceReuse, replay, trace_reuse
+from model import BLOCK_TOKENS, PRESETS, Result, Scenario, TraceReuse, default_text, replay, trace_reuse
 
 __all__ = ["MISSION_KEY", "SLICE_BYTES", "Source", "TraceRun", "as_bytes", "command", "mission_file", "replay_source",
            "summary_html"]
@@ -90,7 +90,7 @@ def replay_source(scenario: Scenario, source: Source, limit: int) -> TraceRun:
 def command(name: str, scenario: Scenario) -> str:
     """The `prefix-lab replay` command for the whole file on this setup."""
     text = scenario.to_text()
-    default = Scenario().to_text()
+    default = default_text()
     sets = [f"--set {k}={v}" for k, v in text.items() if v != default[k] and k.startswith(("fleet.", "router.",
                                                                                           "hardware.", "seed"))]
     return " ".join(["prefix-lab replay", _quoted(name), *sets])

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from model import KEYS, MAX_EVENTS, Scenario, ScenarioError, format_text, parse_events
+from model import KEYS, MAX_EVENTS, Scenario, ScenarioError, default_text, format_text, parse_events
 
 __all__ = ["MAX_HASH", "MAX_NOTICES", "PAGE_KEYS", "RENAMES", "SCHEMA", "HashState", "Rename", "capped", "read_hash",
            "write_hash"]
@@ -181,7 +181,7 @@ def _with_events(scenario: Scenario, text: str, notices: list[str]) -> Scenario:
 
 def write_hash(scenario: Scenario, page: dict | None = None, *, schema: int = SCHEMA) -> str:
     """The hash (without '#') for a state: the schema if past 1, non-default scenario keys, then page keys."""
-    defaults = Scenario().to_text()
+    defaults = default_text()
     parts = [f"{VERSION_KEY}={schema}"] if schema != UNVERSIONED else []
     parts += [f"{key}={quote(value, safe=_SAFE)}" for key, value in scenario.to_text().items()
               if value != defaults[key]]
