@@ -51,7 +51,7 @@ class Run(RunShell):
     """
 
     __slots__ = ("requests", "replicas", "served", "backlog", "in_use", "cached", "evicted", "arrived", "link",
-                 "_tally")
+                 "sent_last", "_tally")
 
     def __init__(self, scenario: Scenario, requests: Iterable[Request] | None = None, limit: int | None = None,
                  force: dict[int, int] | None = None, keep_records: bool = True,
@@ -70,6 +70,7 @@ class Run(RunShell):
         else:
             self.requests = generate(scenario, limit) if requests is None else requests
         self.arrived = 0
+        self.sent_last: dict[int, int] = {}  # conversation (a request's session) -> the replica its last turn went to
         p = self.profile
         timing = p.prefill_s if p.measured is not None else None  # a measured GPU prices each pass itself
         heads = FirstKeys() if fleet.cache else None  # which trees hold which first keys: routers peek only those
@@ -140,7 +141,9 @@ class Run(RunShell):
             loop.push(replica.busy_until, FINISH, self._finish, (replica,))
         else:
             ticket = replica.enqueue(request)
-        ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens)
+        sent = self.sent_last  # the replica a conversation's turn before went to: likeliest to hold its history
+        ticket.held_elsewhere = held_elsewhere(view, index, ticket.cached_tokens, sent.get(request.session, -1))
+        sent[request.session] = index
 
     def _sample_replicas(self, now: float) -> None:
         for r in self.replicas:

@@ -70,14 +70,16 @@ class Dispatcher:
         return ratio(self.overestimated, self.believed)
 
 
-def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
+def held_elsewhere(view: View, index: int, actual: int | None = None, likeliest: int = -1) -> int:
     """Most tokens of the request another replica's tree held at routing, up to its cacheable tokens (0 if the
     chosen one holds all it can).
 
     No tree holds more of a prompt than its cacheable tokens (a replayed trace's are its whole prompt): so the cap changes no count of tokens recomputed (at most the prompt less
     what the chosen replica had), and once another tree is found holding that many, the rest are not looked
     up. `actual` is the chosen replica's match when the caller has it (lab mode's replica has just looked the
-    prompt up in its tree): the same number `view.actual(index)` would find, without a second walk.
+    prompt up in its tree): the same number `view.actual(index)` would find, without a second walk. `likeliest`
+    is a replica to look up first (lab mode's: where the request's conversation was sent last), which changes
+    only how many trees are looked up.
     """
     request, replicas = view.request, view.replicas
     if not replicas[index].cache:
@@ -87,5 +89,5 @@ def held_elsewhere(view: View, index: int, actual: int | None = None) -> int:
     if mine >= cacheable:  # no one can hold more
         return 0
     view.learn(index, mine)
-    most = view.most_elsewhere(index, cacheable)
+    most = view.most_elsewhere(index, cacheable, likeliest)
     return most if most < cacheable else cacheable

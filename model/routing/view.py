@@ -162,11 +162,13 @@ class View:
                     for x, r in zip(m, self.replicas)]  # replica i is replicas[i]; in place: `_believed` may be it
         return m  # type: ignore[return-value]
 
-    def most_elsewhere(self, index: int, enough: int) -> int:
+    def most_elsewhere(self, index: int, enough: int, first: int = -1) -> int:
         """The most tokens of the prompt a replica other than `index` holds (`max(actual(i))` over `i != index`, 0
         with one replica), or, once one is found holding `enough` or more, that one's: the rest are not looked up.
         With the fleet's index, only the other trees whose root has the prompt's first key are looked up (each at
-        most once, as `actual` does); the rest hold none of it."""
+        most once, as `actual` does); the rest hold none of it. Replica `first`, if one of them, is looked up
+        before the others: the one likeliest to hold enough (which one is found first changes nothing to a
+        caller that takes at most `enough`)."""
         heads = self.heads
         if heads is None:
             every = self.actuals()
@@ -174,6 +176,14 @@ class View:
         keys, m, replicas = self.request.keys, self._actual, self.replicas
         held = (heads.holders.get(keys[0], 0) if keys else 0) & ~(1 << index)
         most = 0
+        if first >= 0 and held >> first & 1:
+            held ^= 1 << first
+            x = m[first]
+            if x is None:
+                x = m[first] = replicas[first].tree.peek(keys)
+            if x >= enough:
+                return x
+            most = x
         while held:
             low = held & -held
             i = low.bit_length() - 1

@@ -152,14 +152,17 @@ def held_elsewhere_rule(view: View, index: int, actual: int | None = None) -> in
 def test_held_elsewhere_is_the_capped_most_of_every_other_tree_at_every_decision(seed, n, kind, memory, dynamic):
     scenario = Scenario().with_text({"seed": str(seed), "fleet.replicas": str(n), "router.kind": kind,
                                      "fleet.memory_gb": memory, "dynamic_text": dynamic, "duration_s": "40"})
-    decisions = []
+    decisions, hints = [], []
 
-    def checked(view: View, index: int, actual: int | None = None) -> int:
+    def checked(view: View, index: int, actual: int | None = None, likeliest: int = -1) -> int:
         want = held_elsewhere_rule(view, index, actual)  # before the fast path looks anything up in the view
-        got = held_elsewhere(view, index, actual)
-        decisions.append((got, want))
+        got = held_elsewhere(view, index, actual, likeliest)
+        other = held_elsewhere(view, index, actual, (index + 1 + seed) % len(view))  # any replica looked at first
+        decisions.append((got, want, other))
+        hints.append(likeliest)
         return got
 
     with patch.object(lab, "held_elsewhere", checked):
         simulate(scenario)
-    assert decisions and all(got == want for got, want in decisions)
+    assert decisions and all(got == want == other for got, want, other in decisions)
+    assert any(likeliest >= 0 for likeliest in hints)  # lab mode names where a conversation went last
