@@ -276,6 +276,7 @@ def rounded(x: float, digits: int) -> float:
     `n / 10**digits` (two exact operands, one correctly rounded division) is the double nearest that
     decimal, which is what `round` returns. A zero is itself. On a half, below 0, too large, not a number
     or not a float, `round` itself answers (tests/model/test_rounded.py compares the two on about a million values).
+    `rounded_all` writes the same lines out for a column: keep the two in step.
     """
     if not 0 <= digits <= 9:
         return round(x, digits)

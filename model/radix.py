@@ -237,7 +237,7 @@ class RadixTree:
         clock = self.clock
         clock.now += 1
         stamp, up = clock.now, node
-        while up is not lock:  # below the lock (a longer match than when the request was queued): not locked
+        while up is not lock:  # below the lock (a longer match than when it was queued): not locked by this request
             up.stamp = stamp
             up = up.parent  # type: ignore[assignment]
         if node is not lock and not node.children and not node.lock_ref:

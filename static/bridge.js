@@ -454,9 +454,8 @@ function writeModels(bokeh, controlsToo) {
       if (prop === "data") {  // redraw only the charts whose numbers changed
         const text = JSON.stringify(value);
         const before = drawn.get(name);  // none yet: the chart shows what the build drew, which may be this
-        if (before === undefined ? !same(current(model, "data"), columns(value)) : before !== text) {
-          changes.data = columns(value);
-        }
+        const data = before === undefined || before !== text ? columns(value) : null;  // decoded once
+        if (before === undefined ? !same(current(model, "data"), data) : before !== text) changes.data = data;
         drawn.set(name, text);
       } else if (!same(prop in (heldNow ?? {}) ? heldNow[prop] : current(model, prop), value)) changes[prop] = value;
     }

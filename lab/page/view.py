@@ -934,7 +934,8 @@ def _drawn(fig: Figure, context: Context, text: Mapping[str, str]) -> tuple[dict
 
 
 def _as_json(answer: dict) -> str:
-    """`wire.dumps(answer)`, the same text, with each figure's Bokeh patch written from the text kept of it.
+    """The answer's JSON, each Bokeh patch's `data` columns packed (`_patch_json`), and each figure's Bokeh patch
+    written from the text kept of it.
 
     Most of an answer's figures are drawings the answer before had too (`_drawn`), and their numbers are most
     of its text. So each drawn patch is written once, and its text is kept beside the patch itself
@@ -943,10 +944,10 @@ def _as_json(answer: dict) -> str:
     parts = []
     for key, value in answer.items():
         if key == "patches":
-            text = "{" + ",".join(f"{_key(side)}:{_bokeh_json(p) if side == 'bokeh' else wire.dumps(p)}"
+            text = "{" + ",".join(f"{_key(side)}:{_bokeh_json(p) if side == 'bokeh' else _dumps(p)}"
                                   for side, p in value.items()) + "}"
         else:
-            text = wire.dumps(value)
+            text = _dumps(value)
         parts.append(f"{_key(key)}:{text}")
     return "{" + ",".join(parts) + "}"
 
@@ -955,7 +956,7 @@ _key = json.encoder.encode_basestring_ascii  # an object's key, as JSON writes i
 
 
 def _bokeh_json(bokeh: dict) -> str:
-    """The Bokeh patches' JSON: a drawn patch from its kept text, the others in runs of `wire.dumps`, in order."""
+    """The Bokeh patches' JSON: a drawn patch from its kept text, the others in runs, in order."""
     parts: list[str] = []
     fresh: dict = {}
     for target, patch in bokeh.items():
@@ -964,16 +965,25 @@ def _bokeh_json(bokeh: dict) -> str:
             fresh[target] = patch
             continue
         if fresh:
-            parts.append(wire.dumps(fresh)[1:-1])
+            parts.append(_dumps({t: _packed(p) for t, p in fresh.items()})[1:-1])
             fresh = {}
         text = kept[1]
         if text is None:
-            text = wire.dumps(patch)
+            text = _dumps(_packed(patch))
             STORE.texts.put(id(patch), (patch, text))
         parts.append(f"{_key(target)}:{text}")
     if fresh:
-        parts.append(wire.dumps(fresh)[1:-1])
+        parts.append(_dumps({t: _packed(p) for t, p in fresh.items()})[1:-1])
     return "{" + ",".join(parts) + "}"
+
+
+def _packed(patch: dict) -> dict:
+    """A Bokeh patch with its `data` columns packed (`wire.packed`): the one prop the bridge reads them back in."""
+    data = patch.get("data")
+    return {**patch, "data": wire.packed(data)} if type(data) is dict else patch
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # compact, as the worker sends every answer
 
 
 def _events_patch(scenario: Scenario) -> dict[str, dict]:

@@ -2,8 +2,8 @@
 
 Printing a float is the dearest thing JSON does under Pyodide, about ten times
 an int's cost, and a new setup's answer prints thousands: the charts' columns
-and the film's. So `dumps` writes a list of `PACKED_AT` or more numbers whose
-first value (past any None) is a float as `{"f64": text}`: the base64 of its
+and the film's. So `dumps` writes a list of `PACKED_AT` or more floats (None
+among them) as `{"f64": text}`: the base64 of its
 values as little-endian IEEE doubles, None as NaN (a gap in a chart, as the
 page already draws a null). `static/wire.mjs` reads it back into the same
 numbers, and `loads` here does (for the tests). Dicts are walked; a list's
@@ -41,21 +41,18 @@ def packed(value: Any) -> Any:
 
 
 def _doubles(values: list) -> str | None:
-    """The base64 of `values` as little-endian doubles (None as NaN), if its first value past any None is a float;
-    else None."""
-    first = next((v for v in values if v is not None), None)
-    if type(first) is not float:
+    """The base64 of `values` as little-endian doubles (None as NaN), if they are floats and None only, with a
+    float among them; else None (an int, a bool or anything else goes as JSON writes it)."""
+    kinds = set(map(type, values))
+    if float not in kinds or not kinds <= _FLOATS:
         return None
-    try:
-        doubles = array("d", values)
-    except TypeError:  # a None among them
-        try:
-            doubles = array("d", [math.nan if v is None else v for v in values])
-        except TypeError:  # not numbers after all: as they are
-            return None
+    doubles = array("d", [math.nan if v is None else v for v in values] if type(None) in kinds else values)
     if sys.byteorder == "big":
         doubles.byteswap()
     return base64.b64encode(doubles.tobytes()).decode("ascii")
+
+
+_FLOATS = frozenset((float, type(None)))
 
 
 def loads(text: str) -> Any:

@@ -135,21 +135,21 @@ class _Snapshots(Sequence[TreeSnapshot]):
 
 
 def tree_at(scenario: Scenario, at_s: float | None = None, recent_s: float | None = None,
-            requests: Iterable[Request] | None = None, limit: int | None = None) -> Sequence[TreeSnapshot]:
-    """Every replica's tree at `at_s` (None: once the last request is served), one snapshot each (each worked out
-    when it is first read).
+            requests: Iterable[Request] | None = None, limit: int | None = None) -> tuple[TreeSnapshot, ...]:
+    """Every replica's tree at `at_s` (None: once the last request is served), one snapshot each.
 
     `recent_s` (default: a twentieth of the run's window) is how far back "recently hit", "new" and
     "evicted" look; with `at_s` None they look back from the end of the window, `duration_s`. `requests` and `limit` are `simulate`'s.
     """
     run: AnyRun = start(scenario, requests, limit)
-    return _stepped(run, scenario, at_s, recent_s)
+    return tuple(_stepped(run, scenario, at_s, recent_s))
 
 
 def simulate_with_trees(scenario: Scenario, limit: int | None = None, requests: Iterable[Request] | None = None
                         ) -> tuple[Result, Sequence[TreeSnapshot]]:
     """`simulate(scenario, requests, limit)` and `tree_at(scenario, requests=requests, limit=limit)` from one run
-    instead of two: equal to both."""
+    instead of two: equal to both. The snapshots are worked out when first read (the page draws one tree at a
+    time), from the run's trees, which nothing touches once it has stopped."""
     run: AnyRun = start(scenario, requests, limit)
     trees = _stepped(run, scenario, None, None)
     return run.finish(), trees  # every event has run: finish() only measures

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import lab.page.missionview as missionview
 import lab.page.view as view
-from lab.page import wire
 from lab.page.figures import FIGURES, Context, fleet_key
 from lab.page.store import STORE
 from model import KEYS, Scenario, simulate, simulate_with_trees, tree_at
@@ -23,10 +22,17 @@ TRACE = TRACES / "conversation_trace.jsonl"
 BASE = {"hash": "fleet.replicas=3", "controls": None, "live": False, "action": None, "progress": {}, "memo": None}
 
 
+def sent(answer: dict) -> str:
+    """The answer as the worker sends it, encoded whole: its Bokeh patches' columns packed (lab/page/wire.py)."""
+    patches = answer["patches"]
+    bokeh = {target: view._packed(patch) for target, patch in patches["bokeh"].items()}
+    return json.dumps({**answer, "patches": {**patches, "bokeh": bokeh}}, separators=(",", ":"))
+
+
 def fresh(request: dict, files=None) -> str:
     """The answer worked out from nothing remembered but runs: `handle` never reads the answer memo."""
     STORE.forget_drawings()
-    return wire.dumps(view.handle(request, files))
+    return sent(view.handle(request, files))
 
 
 def test_a_remembered_answer_is_the_answer_and_any_difference_in_the_request_misses_it():
@@ -112,7 +118,7 @@ def test_figures_drawn_from_memory_are_the_figures_drawn_afresh():
                      {"ctl:crossover.queued": 2}, {"ctl:fleet.replicas": 4}):
         request = {**BASE, "hash": hash_, "controls": controls or None}
         remembered = view.handle(request)
-        assert wire.dumps(remembered) == fresh(request)
+        assert sent(remembered) == fresh(request)
         hash_ = remembered["hash"]
 
 
@@ -125,7 +131,8 @@ def test_an_answer_writes_the_figures_it_drew_before_from_their_kept_text_and_th
         answer = view.answer(state, view.derive(state))
         bokeh = answer["patches"]["bokeh"]
         kept = [t for t, p in bokeh.items() if (k := STORE.texts.get(id(p))) is not None and k[1] is not None]
-        assert view._as_json(answer) == wire.dumps(answer)
+        assert view._as_json(answer) == sent(answer)
+        assert '"f64":' in view._as_json(answer)  # the charts' columns go packed
     assert "src:crossover" in kept and "src:join_alone" in kept  # seed 4: both as seed 2 drew them, kept since
     assert not any(t.startswith(("src:ttft", "src:hit", "src:load")) for t in kept)  # the fleet's: drawn anew
 

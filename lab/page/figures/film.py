@@ -136,7 +136,7 @@ def _ends(records: list[RequestRecord]) -> list[tuple[float, float]]:
     in one pass)."""
     starts = [r.arrival_s + r.queue_ms / 1000 for r in records]
     ends = [r.arrival_s + r.ttft_ms / 1000 for r in records]
-    return list(zip(rounded_all([s if s <= e else e for s, e in zip(starts, ends)], 6), rounded_all(ends, 6)))
+    return list(zip(rounded_all(list(map(min, starts, ends)), 6), rounded_all(ends, 6)))
 
 
 def film(scenario: Scenario, result: Result) -> dict[str, Any]:
