@@ -14,12 +14,14 @@ after/before ratios, the figure that holds still while the machine does not.
 """
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +53,28 @@ def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list
     return [(row["label"], row["cpu"]) for row in map(json.loads, done.stdout.splitlines())]
 
 
+@contextlib.contextmanager
+def revision_wheel(revision: str, tmp: Path) -> Iterator[Path]:
+    """The page's wheel as `revision` (of this repository) builds it, from a worktree removed afterwards."""
+    base = tmp / "base"
+    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), revision],
+                           capture_output=True, text=True)
+    if added.returncode:
+        sys.exit(f"ab_pyodide: cannot check out {revision!r}: {added.stderr.strip()}")
+    try:
+        yield wheel_of(base, tmp / "before")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+
+
+def ratio_line(label: str, before: list[float], after: list[float]) -> str:
+    """Both versions' median CPU and the median of the setups' own after/before ratios."""
+    ratios = [y / x for x, y in zip(before, after)]
+    return (f"{label}: a new setup's CPU before {statistics.median(before):.1f} ms, after {statistics.median(after):.1f}"
+            f" ms (medians); after/before, the median of each setup's ratio, {statistics.median(ratios):.3f} "
+            f"({len(before)} setups)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("revision", help="the git revision to compare with, such as a commit or HEAD~3")
@@ -58,22 +82,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.setups < 5:
         parser.error(f"--setups {args.setups}: give at least 5, or the medians mean little")
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.revision],
-                               capture_output=True, text=True)
-        if added.returncode:
-            sys.exit(f"ab_pyodide: cannot check out {args.revision!r}: {added.stderr.strip()}")
-        try:
-            before = wheel_of(base, Path(tmp) / "before")
-            after = wheel_of(ROOT, Path(tmp) / "after")
-            for label, (a, b) in new_setups_cpu([before, after], args.setups):
-                ratios = [y / x for x, y in zip(a, b)]
-                print(f"{label}: a new setup's CPU before {statistics.median(a):.1f} ms, after "
-                      f"{statistics.median(b):.1f} ms (medians); after/before, the median of each setup's ratio, "
-                      f"{statistics.median(ratios):.3f} ({len(a)} setups)")
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp, revision_wheel(args.revision, Path(tmp)) as before:
+        after = wheel_of(ROOT, Path(tmp) / "after")
+        for label, (a, b) in new_setups_cpu([before, after], args.setups):
+            print(ratio_line(label, a, b))
 
 
 if __name__ == "__main__":

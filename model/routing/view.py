@@ -175,26 +175,20 @@ class View:
             return max(every[:index] + every[index + 1:], default=0)
         keys, m, replicas = self.request.keys, self._actual, self.replicas
         held = (heads.holders.get(keys[0], 0) if keys else 0) & ~(1 << index)
+        lead = held & (1 << first) if first >= 0 else 0  # replica `first`'s bit, if it is one of them
         most = 0
-        if first >= 0 and held >> first & 1:
-            held ^= 1 << first
-            x = m[first]
-            if x is None:
-                x = m[first] = replicas[first].tree.peek(keys)
-            if x >= enough:
-                return x
-            most = x
-        while held:
-            low = held & -held
-            i = low.bit_length() - 1
-            x = m[i]
-            if x is None:
-                x = m[i] = replicas[i].tree.peek(keys)
-            if x > most:
-                most = x
-                if most >= enough:
-                    break
-            held ^= low
+        for bits in (lead, held ^ lead):  # `first`, then the others in index order
+            while bits:
+                low = bits & -bits
+                i = low.bit_length() - 1
+                x = m[i]
+                if x is None:
+                    x = m[i] = replicas[i].tree.peek(keys)
+                if x > most:
+                    most = x
+                    if most >= enough:
+                        return most
+                bits ^= low
         return most
 
     def actuals(self) -> list[int]:
