@@ -53,6 +53,12 @@ def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list
     return [(row["label"], row["cpu"]) for row in map(json.loads, done.stdout.splitlines())]
 
 
+def known_revision(revision: str) -> bool:
+    """Whether `revision` names a commit of this repository."""
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
 @contextlib.contextmanager
 def revision_wheel(revision: str, tmp: Path) -> Iterator[Path]:
     """The page's wheel as `revision` (of this repository) builds it, from a worktree removed afterwards."""

@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the browser harness
 sys.path.insert(0, str(ROOT / "bench"))  # ab_pyodide: new setups' Pyodide CPU
 
-from ab_pyodide import new_setups_cpu, ratio_line, revision_wheel  # noqa: E402
+from ab_pyodide import known_revision, new_setups_cpu, ratio_line, revision_wheel  # noqa: E402
 from support.browser import launch, serve_site  # noqa: E402
 
 from lab.site.build import pyodide_dir  # noqa: E402
@@ -390,6 +390,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.setups and args.setups < 5:
         parser.error(f"--setups {args.setups}: give 0 or at least 5, or the medians mean little")
+    if args.setups and args.against and not known_revision(args.against):  # found now, not after the browser runs
+        parser.error(f"--against {args.against!r}: not a commit of this repository; give one such as {FILED_AT} "
+                     "or HEAD~3, or '' for no ratio")
     try:
         rates = [float(r) for r in args.cpu.split(",")]
         if not rates or any(r < 1 for r in rates):
