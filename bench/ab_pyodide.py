@@ -10,7 +10,11 @@ process (two Pyodides), and gives them the same new setups (other seeds) in
 turn, the order alternating: the default setup N times (41 by default) and
 16 cache-aware replicas at 8 sessions a second half as often. It prints
 each version's median CPU per setup and the median of the setups' own
-after/before ratios, the figure that holds still while the machine does not.
+after/before ratios, the figure that holds still while the machine does not:
+for the whole answer, and for its simulation alone (the traffic, the run and
+its measuring: the model's part, which the page's figures around it do not
+move). REVISION may be one from before the packages by seam (issue 28),
+such as 6ea3f0e, where issue 30 was filed.
 """
 
 import argparse
@@ -29,8 +33,12 @@ sys.path.insert(0, str(ROOT))
 
 from lab.site.build import pyodide_dir  # noqa: E402
 
-_WHEEL = "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); " \
-         "from lab.site.build import _write_wheel; out = Path(sys.argv[2]); print(out / Path(_write_wheel(out)).name)"
+_WHEEL = """import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1])
+try:
+    from lab.site.build import _write_wheel
+except ImportError:  # a revision from before the packages by seam (issue 28): the build was lab/build.py
+    from lab.build import _write_wheel
+out = Path(sys.argv[2]); print(out / Path(_write_wheel(out)).name)"""
 
 
 def wheel_of(tree: Path, out: Path) -> Path:
@@ -40,9 +48,10 @@ def wheel_of(tree: Path, out: Path) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list[float]]]]:
+def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list[float]], list[list[float]]]]:
     """Each wheel's CPU milliseconds for `setups` new default setups and half as many with 16 cache-aware
-    replicas, taken in turns (bench/ab_pyodide.mjs): [(label, [[ms of each setup] for each wheel])]."""
+    replicas, taken in turns (bench/ab_pyodide.mjs): [(label, [[ms of each answer] for each wheel],
+    [[ms of its simulation] for each wheel])]."""
     node = shutil.which("node")
     if node is None:
         sys.exit("ab_pyodide: Node.js is needed (the project's setup installs it with npm)")
@@ -50,7 +59,7 @@ def new_setups_cpu(wheels: list[Path], setups: int) -> list[tuple[str, list[list
                            *map(str, wheels)], capture_output=True, text=True, timeout=1800)
     if done.returncode:
         sys.exit(f"ab_pyodide: {done.stderr.strip()[-2000:] or 'Node failed'}")
-    return [(row["label"], row["cpu"]) for row in map(json.loads, done.stdout.splitlines())]
+    return [(row["label"], row["cpu"], row["sim"]) for row in map(json.loads, done.stdout.splitlines())]
 
 
 def known_revision(revision: str) -> bool:
@@ -90,8 +99,9 @@ def main() -> None:
         parser.error(f"--setups {args.setups}: give at least 5, or the medians mean little")
     with tempfile.TemporaryDirectory() as tmp, revision_wheel(args.revision, Path(tmp)) as before:
         after = wheel_of(ROOT, Path(tmp) / "after")
-        for label, (a, b) in new_setups_cpu([before, after], args.setups):
+        for label, (a, b), (sim_a, sim_b) in new_setups_cpu([before, after], args.setups):
             print(ratio_line(label, a, b))
+            print(ratio_line(f"{label}, its simulation", sim_a, sim_b))
 
 
 if __name__ == "__main__":
